@@ -1,0 +1,47 @@
+"""The ``warmstart`` command: one Typer app, one module per command group.
+
+Each module parses, calls the library and renders. Library errors become one red
+line and a non-zero exit; ``WARMSTART_RAISE_ERRORS=1`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from warmstart.cli.app import app, console_err
+from warmstart.errors import WarmstartError
+
+# Command groups register themselves on import.
+from warmstart.cli import gate as _gate  # noqa: F401  (registers `warmstart gate`)
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    if os.environ.get("WARMSTART_RAISE_ERRORS"):
+        app()
+        return
+    try:
+        app(standalone_mode=False)
+    except WarmstartError as exc:
+        console_err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(1)
+    except typer.Abort:
+        console_err.print("[red]aborted[/red]")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console_err.print("[red]interrupted[/red]")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

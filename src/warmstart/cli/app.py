@@ -1,0 +1,18 @@
+"""The root Typer application and the consoles every command group shares."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="warmstart",
+    help="Give tool-calling agents experience: ingest past sessions, mine what worked, "
+    "and inject a warm history into new sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+console = Console()
+console_err = Console(stderr=True)
