@@ -137,4 +137,5 @@ class Template:
     source_sessions: list[str] = field(default_factory=list)
     created_at: float | None = None
     usage_count: int = 0
+    example_count: int = 0
     id: int | None = None

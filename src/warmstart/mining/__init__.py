@@ -1,0 +1,1 @@
+"""Mining: pair calls with results, judge outcomes, find recoveries, classify, select."""

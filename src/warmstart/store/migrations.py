@@ -1,0 +1,66 @@
+"""Forward migrations, applied lazily when a store is opened.
+
+An ordered list of small named functions; each is recorded in
+``warmstart_migrations`` once applied and never edited after it ships. A new
+column gets a new migration (``add_column_if_missing``) *and* its place in
+:mod:`warmstart.store.schema`, so fresh and migrated stores end up identical.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import Connection, inspect
+
+from warmstart.store import schema
+
+Migration = Callable[[Connection], None]
+
+
+def m001_initial(conn: Connection) -> None:
+    """Sessions, messages, tool calls, templates, examples, usage, ingests."""
+    schema.metadata.create_all(
+        conn,
+        tables=[
+            schema.sessions,
+            schema.messages,
+            schema.tool_calls,
+            schema.templates,
+            schema.examples,
+            schema.template_usage,
+            schema.ingests,
+        ],
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_initial]
+
+
+def schema_version() -> int:
+    """The schema version this code writes: the number of migrations it knows."""
+    return len(MIGRATIONS)
+
+
+def applied(conn: Connection) -> set[str]:
+    """Names of the migrations already recorded in this database."""
+    if not inspect(conn).has_table(schema.migrations_table.name):
+        return set()
+    rows = conn.execute(schema.migrations_table.select()).all()
+    return {row.name for row in rows}
+
+
+def migrate(conn: Connection) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied now."""
+    schema.migrations_table.create(conn, checkfirst=True)
+    done = applied(conn)
+    ran: list[str] = []
+    for migration in MIGRATIONS:
+        if migration.__name__ in done:
+            continue
+        migration(conn)
+        conn.execute(
+            schema.migrations_table.insert().values(name=migration.__name__, applied_at=time.time())
+        )
+        ran.append(migration.__name__)
+    return ran
