@@ -1,0 +1,233 @@
+"""The gate's tables (``gate_`` prefix), their migrations and the engines.
+
+SQLite runs in WAL mode with one write connection whose transactions start with
+``BEGIN IMMEDIATE``; PostgreSQL serialises writers on the audit head row. Either way
+every write transaction (a request change plus its audit row) is atomic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import QueuePool
+
+from warmstart.errors import StoreError
+
+metadata = MetaData()
+
+migrations_table = Table(
+    "gate_migrations",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("applied_at", Float, nullable=False),
+)
+
+requests = Table(
+    "gate_requests",
+    metadata,
+    Column("id", String(26), primary_key=True),
+    Column("action", String(200), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("details_json", Text, nullable=False),
+    Column("requester", String(200), nullable=False),
+    Column("session_key", String(200)),
+    Column("status", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("timeout_seconds", Integer, nullable=False),
+    Column("binding_hash", String(64), nullable=False),
+    Column("decided_at", Float),
+    Column("decided_by", String(200)),
+    Column("reason", Text),
+    Column("comment", Text),
+    Column("consumed_at", Float),
+    Column("idempotency_key", String(200)),
+    Column("body_hash", String(64)),
+    UniqueConstraint("requester", "idempotency_key", name="uq_gate_requests_idempotency"),
+    Index("ix_gate_requests_status_expires", "status", "expires_at"),
+    Index("ix_gate_requests_rate", "requester", "action", "created_at"),
+    Index("ix_gate_requests_requester_status", "requester", "status"),
+)
+
+audit = Table(
+    "gate_audit",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("at", Float, nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("request_id", String(26)),
+    Column("actor", String(200), nullable=False),
+    Column("data_json", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+audit_head = Table(
+    "gate_audit_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+session_allows = Table(
+    "gate_session_allows",
+    metadata,
+    Column("session_key", String(200), primary_key=True),
+    Column("action", String(200), primary_key=True),
+    Column("created_at", Float, nullable=False),
+    Column("created_by", String(200), nullable=False),
+)
+
+keys = Table(
+    "gate_keys",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+GENESIS_HASH = "0" * 64
+
+
+# Migrations: applied in order, recorded in gate_migrations, never edited once shipped.
+def m001_initial(conn: Connection) -> None:
+    """Requests, the hash-chained audit log with its head row, and migrations."""
+    metadata.create_all(conn, tables=[requests, audit, audit_head])
+    conn.execute(insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH))
+
+
+def m002_session_allows(conn: Connection) -> None:
+    """Per-session auto-approval of named actions, set by approvers."""
+    metadata.create_all(conn, tables=[session_allows])
+
+
+def m003_keys(conn: Connection) -> None:
+    """The gate's own secret, shared by every server on one database."""
+    metadata.create_all(conn, tables=[keys])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [m001_initial, m002_session_allows, m003_keys]
+
+
+class Database:
+    """Engines for one gate database, with migrations applied on open."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite and (":memory:" in url or url.rstrip("/") in {"sqlite:", "sqlite:/"}):
+            raise StoreError("the gate needs a SQLite file, not an in-memory database")
+        try:
+            if self.is_sqlite:
+                args = {"timeout": 30, "check_same_thread": False}
+                self.reader = create_engine(url, connect_args=args, pool_size=8)
+                self.writer = create_engine(
+                    url,
+                    connect_args=args,
+                    poolclass=QueuePool,
+                    pool_size=1,
+                    max_overflow=0,
+                    pool_timeout=60,
+                )
+                for engine in (self.reader, self.writer):
+                    event.listen(engine, "connect", _sqlite_pragmas)
+                event.listen(self.writer, "connect", _sqlite_manual_transactions)
+                event.listen(self.writer, "begin", _sqlite_begin_immediate)
+            else:
+                self.reader = create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+                self.writer = self.reader
+            self.migrate()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the gate database {_redact(url)}: {exc}") from exc
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction holding the gate's single writer lock."""
+        with self.writer.begin() as conn:
+            if not self.is_sqlite:
+                conn.execute(select(audit_head.c.seq).where(audit_head.c.id == 1).with_for_update())
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only connection."""
+        with self.reader.connect() as conn:
+            yield conn
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; returns the names applied now."""
+        applied_now: list[str] = []
+        with self.writer.begin() as conn:
+            if not self.is_sqlite:
+                conn.execute(text("SELECT pg_advisory_xact_lock(7366533)"))
+            metadata.create_all(conn, tables=[migrations_table])
+            done = set(conn.execute(select(migrations_table.c.name)).scalars())
+            for migration in MIGRATIONS:
+                if migration.__name__ in done:
+                    continue
+                migration(conn)
+                conn.execute(
+                    insert(migrations_table).values(name=migration.__name__, applied_at=time.time())
+                )
+                applied_now.append(migration.__name__)
+        return applied_now
+
+    def applied_migrations(self) -> list[str]:
+        """Names of applied migrations, in order of application."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(migrations_table.c.name).order_by(migrations_table.c.applied_at)
+            )
+            return list(rows.scalars())
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.reader.dispose()
+        if self.writer is not self.reader:
+            self.writer.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _sqlite_manual_transactions(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None
+
+
+def _sqlite_begin_immediate(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _redact(url: str) -> str:
+    """The URL without its password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url

@@ -1,0 +1,137 @@
+"""``/confirm``: submit approval requests, read them, wait on them, decide and consume them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Header, Query, Response
+
+from warmstart.gate.deps import Approver, Caller, RequestId, Service
+from warmstart.gate.schemas import (
+    ApproveIn,
+    ConfirmIn,
+    ConsumeIn,
+    DenyIn,
+    ErrorOut,
+    RateLimitOut,
+    RequestOut,
+)
+
+router = APIRouter(prefix="/confirm", tags=["confirm"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "bad input"},
+    401: {"model": ErrorOut, "description": "missing or invalid token"},
+    403: {"model": ErrorOut, "description": "token lacks the role"},
+    404: {"model": ErrorOut, "description": "unknown request"},
+}
+DECIDE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    409: {"model": ErrorOut, "description": "already decided, expired or consumed"},
+}
+
+StatusFilter = Literal["pending", "approved", "denied", "expired", "consumed", "decided"]
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=RequestOut,
+    responses={
+        **ERRORS,
+        200: {"model": RequestOut, "description": "the request an Idempotency-Key names"},
+        413: {"model": ErrorOut, "description": "body over 1 MB"},
+        422: {"model": ErrorOut, "description": "Idempotency-Key reused with another body"},
+        429: {"model": RateLimitOut, "description": "rate limit or pending cap reached"},
+    },
+)
+async def submit(
+    body: ConfirmIn,
+    service: Service,
+    caller: Caller,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None, Header(max_length=200, pattern=r"^[\x21-\x7e]+$")
+    ] = None,
+) -> dict[str, Any]:
+    """Ask for approval of one action; 202 with the request, status ``pending``."""
+    requester = caller.name if service.credentials.enabled else (body.requester or "agent")
+    submission = await service.submit(
+        caller,
+        action=body.action,
+        description=body.description,
+        details=body.details,
+        requester=requester,
+        session_key=body.session_key,
+        timeout_seconds=body.timeout_seconds,
+        idempotency_key=idempotency_key,
+    )
+    if not submission.created:
+        response.status_code = 200
+    if submission.remaining is not None:
+        response.headers["X-RateLimit-Limit"] = str(service.policy.rate_limit)
+        response.headers["X-RateLimit-Remaining"] = str(submission.remaining)
+    return service.view(submission.request)
+
+
+@router.get("", response_model=list[RequestOut], responses=ERRORS)
+async def list_requests(
+    service: Service,
+    caller: Caller,
+    status: StatusFilter | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> list[dict[str, Any]]:
+    """List requests (requesters see their own); ``status=decided`` lists final ones."""
+    requester = None if caller.is_approver else caller.name
+    found = await service.run(service.store.list_requests, status, requester, limit)
+    return [service.view(r) for r in found]
+
+
+@router.get("/{request_id}", response_model=RequestOut, responses=ERRORS)
+async def get_request(request_id: RequestId, service: Service, caller: Caller) -> dict[str, Any]:
+    """One request and its status."""
+    return service.view(await service.get(request_id, caller))
+
+
+@router.get("/{request_id}/wait", response_model=RequestOut, responses=ERRORS)
+async def wait_request(
+    request_id: RequestId,
+    service: Service,
+    caller: Caller,
+    timeout: Annotated[float, Query(ge=0, le=300, description="seconds to wait at most")] = 30,
+) -> dict[str, Any]:
+    """Long-poll until the request is decided or ``timeout`` seconds pass."""
+    timeout = min(timeout, service.settings.max_wait_seconds)
+    return service.view(await service.wait(request_id, caller, timeout))
+
+
+@router.post("/{request_id}/approve", response_model=RequestOut, responses=DECIDE_ERRORS)
+async def approve(
+    request_id: RequestId,
+    service: Service,
+    approver: Approver,
+    body: Annotated[ApproveIn | None, Body()] = None,
+) -> dict[str, Any]:
+    """Approve a pending request (not one you submitted)."""
+    body = body or ApproveIn()
+    actor = approver.name if service.credentials.enabled else (body.approver or "local")
+    request = await service.decide(request_id, True, actor, comment=body.comment)
+    return service.view(request)
+
+
+@router.post("/{request_id}/deny", response_model=RequestOut, responses=DECIDE_ERRORS)
+async def deny(
+    request_id: RequestId, body: DenyIn, service: Service, approver: Approver
+) -> dict[str, Any]:
+    """Deny a pending request; a reason is required."""
+    actor = approver.name if service.credentials.enabled else (body.approver or "local")
+    request = await service.decide(request_id, False, actor, reason=body.reason)
+    return service.view(request)
+
+
+@router.post("/{request_id}/consume", response_model=RequestOut, responses=DECIDE_ERRORS)
+async def consume(
+    request_id: RequestId, body: ConsumeIn, service: Service, caller: Caller
+) -> dict[str, Any]:
+    """Mark an approval used as the action runs; a second consume gets 409."""
+    return service.view(await service.consume(request_id, body.binding_hash, caller))

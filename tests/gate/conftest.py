@@ -1,0 +1,166 @@
+"""Gate fixtures: real servers on loopback (uvicorn in a thread), SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from warmstart.gate.app import create_app
+from warmstart.gate.settings import GateSettings
+
+TOKENS = {
+    "agent-1": "req-token-agent-1-0123456789",
+    "agent-2": "req-token-agent-2-0123456789",
+    "alice": "apr-token-alice-0123456789ab",
+    "bob": "apr-token-bob-0123456789abcd",
+    "carol": "both-token-carol-0123456789",
+}
+REQUESTER_SPECS = [f"{n}:{TOKENS[n]}" for n in ("agent-1", "agent-2", "carol")]
+APPROVER_SPECS = [f"{n}:{TOKENS[n]}" for n in ("alice", "bob", "carol")]
+
+
+class RunningGate:
+    """A gate served by uvicorn on a free loopback port in a background thread."""
+
+    def __init__(self, settings: GateSettings) -> None:
+        self.settings = settings
+        self.app = create_app(settings)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=1,
+            access_log=False,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def start(self) -> RunningGate:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("gate server did not start")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def service(self) -> Any:
+        return self.app.state.gate
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., GateSettings]:
+    """Settings for a test gate: a private SQLite file and a fast sweeper."""
+
+    def build(**overrides: Any) -> GateSettings:
+        values: dict[str, Any] = {
+            "db_url": f"sqlite:///{tmp_path / 'gate.db'}",
+            "sweep_interval_seconds": 0.1,
+            "public_url": "http://gate.invalid",
+        }
+        values.update(overrides)
+        return GateSettings(**values)
+
+    return build
+
+
+@pytest.fixture
+def start_gate() -> Iterator[Callable[..., RunningGate]]:
+    """Start gates for the test and stop them afterwards."""
+    running: list[RunningGate] = []
+
+    def start(settings: GateSettings) -> RunningGate:
+        gate = RunningGate(settings).start()
+        running.append(gate)
+        return gate
+
+    yield start
+    for gate in running:
+        gate.stop()
+
+
+@pytest.fixture
+def gate(
+    make_settings: Callable[..., GateSettings], start_gate: Callable[..., RunningGate]
+) -> RunningGate:
+    """A gate without tokens (loopback mode)."""
+    return start_gate(make_settings())
+
+
+@pytest.fixture
+def auth_gate(
+    make_settings: Callable[..., GateSettings], start_gate: Callable[..., RunningGate]
+) -> RunningGate:
+    """A gate with requester tokens (agent-1, agent-2, carol) and approvers (alice, bob, carol)."""
+    return start_gate(
+        make_settings(requester_tokens=REQUESTER_SPECS, approver_tokens=APPROVER_SPECS)
+    )
+
+
+def auth(name: str) -> dict[str, str]:
+    """The Authorization header of a test principal."""
+    return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
+# -- PostgreSQL -------------------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real PostgreSQL started for this test session with ``pgserver``."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver is a test dependency")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def sqlalchemy_url(libpq_uri: str) -> str:
+    """``postgresql://...`` from pgserver as a SQLAlchemy psycopg URL."""
+    return "postgresql+psycopg://" + libpq_uri.split("://", 1)[1]
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """A fresh, empty PostgreSQL database for one test."""
+    name = f"gate_test_{next(_counter)}"
+    pg_server.psql(f"CREATE DATABASE {name};")
+    uri = pg_server.get_uri().replace("/postgres?", f"/{name}?")
+    return sqlalchemy_url(uri)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database URL: SQLite file, then a real PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_url"))
