@@ -1,11 +1,18 @@
-"""Shared fixtures: every test gets its own ``$WARMSTART_HOME``."""
+"""Shared fixtures: a private ``$WARMSTART_HOME`` per test, and store URLs for SQLite
+and a real PostgreSQL server that the tests start themselves (``pgserver``)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +24,45 @@ def warmstart_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.delenv("WARMSTART_DB", raising=False)
     monkeypatch.setenv("WARMSTART_RAISE_ERRORS", "")
     yield home
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One PostgreSQL 16 server for the whole run, started from the pgserver wheel."""
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="warmstart-pg-")
+    server = pgserver.get_server(folder, cleanup_mode="stop")
+    yield server
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pg_url(server: Any) -> str:
+    uri = server.get_uri()  # postgresql://postgres:@/postgres?host=/tmp/...
+    host = uri.split("host=", 1)[1]
+    name = "t_" + uuid.uuid4().hex[:12]
+    server.psql(f"CREATE DATABASE {name};")
+    return f"postgresql+psycopg://postgres@/{name}?host={host}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store URL on each backend: the store suite runs on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return _pg_url(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh SQLite store URL (for tests that are not about the backend)."""
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture(scope="session")
+def tau_sample() -> Path:
+    """The τ-bench airline corpus as shipped in the package (MIT, licence beside it)."""
+    from warmstart.cli.demo import sample_path
+
+    return sample_path()

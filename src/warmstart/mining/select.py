@@ -16,21 +16,25 @@ from collections.abc import Sequence
 
 import bm25s
 import numpy as np
+import Stemmer
 
 from warmstart.model import Example
 
 W_NEW_TOOL = 2.0
 W_REPEAT_TOOL = 0.6
-W_FAIL = 1.5
-W_RECOVERY = 1.0
-W_RELEVANCE = 3.0
+W_FAIL = 1.0
+W_RECOVERY = 0.5
+W_RECOVERY_FAIL = 1.0
+W_RELEVANCE = 4.0
 W_DUPLICATE = 1.5
 W_TOKENS = 0.2
+W_BUDGET_SHARE = 1.0
 SHORTLIST_RELEVANT = 256
 SHORTLIST_STATIC = 256
 PER_TOOL_STATIC = 4
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
+_STEMMER = Stemmer.Stemmer("english")
 
 
 def _shape(ex: Example) -> str:
@@ -68,7 +72,7 @@ class Selector:
         self.static = (
             1.0
             + W_FAIL * err
-            + rec * (W_RECOVERY + 2.0 * err)
+            + rec * (W_RECOVERY + W_RECOVERY_FAIL * err)
             - W_TOKENS * self.tokens / max(median, 1.0)
         )
         order = np.argsort(-self.static, kind="stable") if n else np.array([], dtype=np.int64)
@@ -84,7 +88,10 @@ class Selector:
         self.retriever: bm25s.BM25 | None = None
         if n:
             corpus = bm25s.tokenize(
-                [_doc(ex) for ex in self.examples], stopwords="en", show_progress=False
+                [_doc(ex) for ex in self.examples],
+                stopwords="en",
+                stemmer=_STEMMER.stemWords,
+                show_progress=False,
             )
             self.retriever = bm25s.BM25()
             self.retriever.index(corpus, show_progress=False)
@@ -96,6 +103,7 @@ class Selector:
         if self.retriever is None:
             return scores
         words = [w for w in _TOKEN_RE.findall(task.lower()) if w not in self.stopwords]
+        words = _STEMMER.stemWords(words)
         vocab = self.retriever.vocab_dict
         words = [w for w in words if w in vocab]
         if not words:
@@ -140,6 +148,7 @@ class Selector:
                 static
                 + np.where(tool_used[tool] == 0, W_NEW_TOOL, -W_REPEAT_TOOL * tool_used[tool])
                 - W_DUPLICATE * shape_used[shape]
+                - W_BUDGET_SHARE * tokens / left
             )
             score = np.where(fits, score, -np.inf)
             best = int(np.argmax(score))

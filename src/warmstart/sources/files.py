@@ -98,7 +98,8 @@ def iter_json_array(fh: IO[str], report: IngestReport, where: str) -> Iterator[A
                 if len(buf) - pos > MAX_ITEM:
                     report.skip("item over 32 MB or malformed JSON", f"{where} item {index}")
                     return
-                reason = "JSON array is truncated" if exc.pos >= len(buf) - 1 else "malformed JSON"
+                ends_early = "Unterminated" in exc.msg or exc.pos >= len(buf.rstrip()) - 1
+                reason = "JSON array is truncated" if ends_early else "malformed JSON"
                 report.skip(reason, f"{where} item {index}")
                 return
         pos = end

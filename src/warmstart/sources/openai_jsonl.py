@@ -46,11 +46,12 @@ class OpenAIJsonlSource:
     name = "openai-jsonl"
 
     def detect(self, path: Path) -> bool:
-        """The first non-empty line is a JSON object with a ``messages`` key."""
-        for line in head_text(path).splitlines():
-            if line.strip():
-                return line.lstrip().startswith("{") and '"messages"' in line
-        return False
+        """One of the first lines is a JSON object with a ``messages`` key.
+
+        A damaged first line must not hide a file that is otherwise readable.
+        """
+        lines = [line for line in head_text(path).splitlines()[:20] if line.strip()]
+        return any(line.lstrip().startswith("{") and '"messages"' in line for line in lines)
 
     def iter_sessions(
         self, path: Path, report: IngestReport, known: Mapping[str, str]

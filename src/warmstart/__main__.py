@@ -1,0 +1,5 @@
+"""``python -m warmstart`` runs the CLI."""
+
+from warmstart.cli import main
+
+main()
