@@ -1,0 +1,1 @@
+"""Test support shared by every test package: the OpenAI double and its fixtures."""
