@@ -14,6 +14,9 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
+# The loopback OpenAI test double (the one double the project allows) and its fixtures.
+pytest_plugins = ["tests.support.fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def warmstart_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

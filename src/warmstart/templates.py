@@ -27,17 +27,32 @@ EXPORT_FORMAT = "warmstart-template"
 EXPORT_VERSION = 1
 TASK_TYPES = ("code", "file", "research", "mixed")
 
-_SELECTORS: dict[tuple[str, int, int], Selector] = {}
+# A template version's examples never change once stored (a rebuild is a new row),
+# so its selector (and BM25 index) is cached per store URL and row id.
+_SELECTORS: dict[tuple[str, int], tuple[Template, Selector]] = {}
 
 
 def _selector(template: Template, db_url: str) -> Selector:
-    key = (db_url, template.id or 0, template.version)
-    sel = _SELECTORS.get(key)
-    if sel is None:
+    if template.id is None:
+        return Selector(template.examples)
+    key = (db_url, template.id)
+    hit = _SELECTORS.get(key)
+    if hit is None:
         if len(_SELECTORS) > 32:
             _SELECTORS.clear()
-        sel = _SELECTORS[key] = Selector(template.examples)
-    return sel
+        hit = _SELECTORS[key] = (template, Selector(template.examples))
+    return hit[1]
+
+
+def _load(store: Store, name: str) -> tuple[Template, Selector]:
+    """The current version of ``name`` and its selector, from cache when unchanged."""
+    key = (store.url, store.template_id(name))
+    hit = _SELECTORS.get(key)
+    if hit is None:
+        template = store.load_template(name)
+        _selector(template, store.url)
+        hit = _SELECTORS[key]
+    return hit
 
 
 def _check_type(task_type: str | None) -> None:
@@ -139,14 +154,6 @@ def create_template(
     return store.save_template(template)
 
 
-def select_examples(
-    template: Template, task: str | None, budget: int | None, db: str | None = None
-) -> list[Example]:
-    """The examples of ``template`` that fit ``budget`` (default: the template's)."""
-    store_url = db or ""
-    return _selector(template, store_url).select(budget or template.budget, task)
-
-
 def warm_history(
     name: str,
     task: str | None = None,
@@ -159,8 +166,8 @@ def warm_history(
 ) -> Any:
     """Warm messages from template ``name`` for ``task``, within ``budget`` tokens."""
     store = Store(db)
-    template = store.load_template(name)
-    examples = _selector(template, store.url).select(budget or template.budget, task)
+    template, selector = _load(store, name)
+    examples = selector.select(budget or template.budget, task)
     out = render(examples, fmt, addendum)
     if record and template.id is not None:
         tokens = message_tokens(out if isinstance(out, list) else to_list(out))
@@ -185,14 +192,17 @@ def inject_into_messages(
     The task text defaults to the first user message. The use is counted.
     """
     store = Store(db)
-    tpl = store.load_template(template) if isinstance(template, str) else template
+    if isinstance(template, str):
+        tpl, selector = _load(store, template)
+    else:
+        tpl, selector = template, _selector(template, store.url)
     if task is None:
         task = next(
             (m["content"] for m in messages if m.get("role") == "user" and isinstance(
                 m.get("content"), str)),
             None,
         )
-    examples = _selector(tpl, store.url).select(budget or tpl.budget, task)
+    examples = selector.select(budget or tpl.budget, task)
     warm = render(examples, "openai")
     if tpl.id is not None:
         store.record_usage(tpl.id, task, len(examples), message_tokens(warm), "inject")

@@ -31,7 +31,7 @@ def main() -> None:
         app()
         return
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except WarmstartError as exc:
         console_err.print(f"[red]error:[/red] {exc}", highlight=False)
         sys.exit(1)
@@ -50,3 +50,5 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(code, int) and code:
+        sys.exit(code)

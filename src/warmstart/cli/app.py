@@ -14,5 +14,5 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-console = Console()
-console_err = Console(stderr=True)
+console = Console(soft_wrap=True)
+console_err = Console(stderr=True, soft_wrap=True)
