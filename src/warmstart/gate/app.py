@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from warmstart import __version__
 from warmstart.gate.exceptions import GateRefusal, RateLimited, Unauthorized
@@ -25,6 +26,7 @@ from warmstart.gate.service import GateService
 from warmstart.gate.settings import GateSettings
 
 log = logging.getLogger("warmstart.gate")
+TOO_LARGE = "the body is larger than the gate accepts (1 MB)"
 
 
 def create_app(settings: GateSettings | None = None) -> FastAPI:
@@ -45,7 +47,6 @@ def create_app(settings: GateSettings | None = None) -> FastAPI:
         version=__version__,
         description="Agents ask before risky actions; people decide; everything is audited.",
         lifespan=lifespan,
-        max_body_size=settings.max_body_bytes,
     )
     app.state.gate = service
     for module in (confirm, audit, events, sessions, health, ui):
@@ -55,11 +56,61 @@ def create_app(settings: GateSettings | None = None) -> FastAPI:
     async def root() -> RedirectResponse:
         return RedirectResponse("/ui")
 
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(GateRefusal, _refusal)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RecursionError, _too_deep)
     return app
+
+
+class BodyLimit:
+    """Refuse bodies over the limit with a JSON 413: declared ones before reading."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length":
+                    if not value.isdigit():
+                        await _send_json(send, 400, "the Content-Length header is not a number")
+                        return
+                    if int(value) > self.max_bytes:
+                        await _send_json(send, 413, TOO_LARGE)
+                        return
+            received = 0
+
+            async def limited() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > self.max_bytes:
+                        raise StarletteHTTPException(413, TOO_LARGE)
+                return message
+
+            await self.app(scope, limited, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _send_json(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _refusal(_request: Request, exc: Exception) -> JSONResponse:
@@ -114,7 +165,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else "request refused"
     if exc.status_code == 413:
-        detail = "the body is larger than the gate accepts (1 MB)"
+        detail = TOO_LARGE
     return JSONResponse(
         {"detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -31,12 +32,19 @@ def channel_name(url: str) -> str:
     return url.split("://", 1)[0] if "://" in url else "invalid"
 
 
+def _apprise() -> Any:
+    """Import apprise lazily (it is slow to import) and quietly (it uses ``imghdr``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import apprise
+    return apprise
+
+
 def check_urls(urls: list[str]) -> None:
     """Refuse apprise URLs that apprise does not recognise."""
     if not urls:
         return
-    import apprise
-
+    apprise = _apprise()
     for url in urls:
         if not apprise.Apprise().add(url):
             raise ConfigError(
@@ -46,19 +54,18 @@ def check_urls(urls: list[str]) -> None:
 
 def apprise_send(url: str, title: str, body: str) -> tuple[bool, str | None]:
     """Send one message through one apprise URL; (delivered, error)."""
-    import apprise
-
-    app = apprise.Apprise()
-    if not app.add(url):
-        return False, "invalid URL"
-    result = app.notify(body=body, title=title)
-    if result:
-        return True, None
-    problems = [
-        entry.message for entry in result.logs() if getattr(entry, "level", 0) >= logging.WARNING
-    ]
-    detail = problems[-1] if problems else "delivery failed"
-    return False, f"{result.status.name.lower()}: {detail}"[:300]
+    try:
+        app = _apprise().Apprise()
+        if not app.add(url):
+            return False, "invalid URL"
+        result = app.notify(body=body, title=title)
+        if result:
+            return True, None
+        messages = [str(getattr(entry, "message", "")) for entry in result.logs()]
+        detail = next((m for m in reversed(messages) if m), "delivery failed")
+        return False, f"{result.status.name.lower()}: {detail}"[:300]
+    except Exception as exc:  # a channel plugin failing must not stop the others
+        return False, f"{type(exc).__name__}: {exc}"[:300]
 
 
 def decision_links(base_url: str, secret: bytes, request_id: str) -> dict[str, str]:
