@@ -55,8 +55,9 @@ def test_changed_session_is_updated_not_duplicated(sqlite_url: str, tmp_path: Pa
     assert Store(sqlite_url).get_session("openai-jsonl:a")["n_messages"] == 2
 
 
-def test_bad_input_is_counted_and_nothing_is_lost(sqlite_url: str, tau_sample: Path,
-                                                   tmp_path: Path) -> None:
+def test_bad_input_is_counted_and_nothing_is_lost(
+    sqlite_url: str, tau_sample: Path, tmp_path: Path
+) -> None:
     ingest(tau_sample, db=sqlite_url)
     before = Store(sqlite_url).summary()
     bad = tmp_path / "bad.jsonl"
@@ -65,14 +66,24 @@ def test_bad_input_is_counted_and_nothing_is_lost(sqlite_url: str, tau_sample: P
         "\n".join(
             [
                 "{broken",
-                json.dumps({"id": "h", "messages": [
-                    {"role": "user", "content": hostile},
-                    {"role": "assistant", "tool_calls": [
-                        {"id": "dup", "function": {"name": "f", "arguments": "{}"}},
-                        {"id": "dup", "function": {"name": "f", "arguments": "nope"}}]},
-                    {"role": "tool", "tool_call_id": "dup", "content": "ok"},
-                    {"role": "tool", "tool_call_id": "dup", "content": "Error: second"},
-                ]}, ensure_ascii=True),
+                json.dumps(
+                    {
+                        "id": "h",
+                        "messages": [
+                            {"role": "user", "content": hostile},
+                            {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {"id": "dup", "function": {"name": "f", "arguments": "{}"}},
+                                    {"id": "dup", "function": {"name": "f", "arguments": "nope"}},
+                                ],
+                            },
+                            {"role": "tool", "tool_call_id": "dup", "content": "ok"},
+                            {"role": "tool", "tool_call_id": "dup", "content": "Error: second"},
+                        ],
+                    },
+                    ensure_ascii=True,
+                ),
             ]
         ),
         encoding="utf-8",
@@ -88,8 +99,9 @@ def test_bad_input_is_counted_and_nothing_is_lost(sqlite_url: str, tau_sample: P
     assert data["messages"][0]["content_chars"] == len(hostile)
 
 
-def test_truncated_sqlite_input_is_an_error_not_a_traceback(sqlite_url: str,
-                                                              tmp_path: Path) -> None:
+def test_truncated_sqlite_input_is_an_error_not_a_traceback(
+    sqlite_url: str, tmp_path: Path
+) -> None:
     src = tmp_path / "state.db"
     conn = sqlite3.connect(src)
     conn.execute("CREATE TABLE t (x)")

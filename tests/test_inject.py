@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 
 import pytest
@@ -35,7 +36,15 @@ EXAMPLES = [
 def test_openai_shape_ids_and_truncation_note() -> None:
     msgs = to_openai(EXAMPLES)
     assert [m["role"] for m in msgs] == [
-        "system", "user", "assistant", "tool", "user", "assistant", "tool", "assistant", "tool",
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
     ]
     ids = [m["tool_calls"][0]["id"] for m in msgs if m["role"] == "assistant"]
     assert len(set(ids)) == 3
@@ -47,7 +56,7 @@ def test_openai_shape_ids_and_truncation_note() -> None:
 def test_anthropic_blocks_alternate_and_pair() -> None:
     out = to_anthropic(EXAMPLES)
     roles = [m["role"] for m in out["messages"]]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
     uses = [b for m in out["messages"] for b in m["content"] if b["type"] == "tool_use"]
     results = [b for m in out["messages"] for b in m["content"] if b["type"] == "tool_result"]
     assert [u["id"] for u in uses] == [r["tool_use_id"] for r in results]

@@ -38,8 +38,9 @@ def test_build_versions_and_coverage(tau_store: str) -> None:
 def test_warm_history_fits_budget_and_counts_usage(tau_store: str) -> None:
     warmstart.build_template("airline", tau_store)
     for budget in (300, 1000, 4000):
-        msgs = warmstart.warm_history("airline", task="change my flight", budget=budget,
-                                      db=tau_store, addendum=None)
+        msgs = warmstart.warm_history(
+            "airline", task="change my flight", budget=budget, db=tau_store, addendum=None
+        )
         validate_openai(msgs)
         assert 0 < message_tokens(msgs) <= budget * 1.05
     assert Store(tau_store).load_template("airline").usage_count == 3
@@ -58,8 +59,9 @@ def test_task_text_changes_the_selection(tau_store: str) -> None:
 
 def test_create_from_one_session(tau_store: str) -> None:
     row = next(r for r in Store(tau_store).list_sessions() if r["n_calls"] - r["n_failures"] >= 4)
-    tpl = warmstart.create_template(row["external_id"], "one", tau_store, max_examples=3,
-                                    tags=["x"])
+    tpl = warmstart.create_template(
+        row["external_id"], "one", tau_store, max_examples=3, tags=["x"]
+    )
     assert len(tpl.examples) == 3
     assert tpl.source_sessions == [row["id"]]
     with pytest.raises(Exception, match="no session"):
@@ -93,9 +95,12 @@ def test_export_import_roundtrip(tau_store: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    ["not json", json.dumps({"format": "other"}),
-     json.dumps({"format": "warmstart-template", "name": "x", "examples": [{"tool": 3}]}),
-     json.dumps({"format": "warmstart-template", "name": "../etc", "examples": []})],
+    [
+        "not json",
+        json.dumps({"format": "other"}),
+        json.dumps({"format": "warmstart-template", "name": "x", "examples": [{"tool": 3}]}),
+        json.dumps({"format": "warmstart-template", "name": "../etc", "examples": []}),
+    ],
 )
 def test_bad_imports_are_refused(payload: str, sqlite_url: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
@@ -120,8 +125,22 @@ def test_empty_store_build_is_a_clear_error(sqlite_url: str) -> None:
 
 def test_public_api_is_complete_and_sorted() -> None:
     public = {n for n in dir(warmstart) if not n.startswith("_")} - {
-        "cli", "config", "errors", "ingest", "inject", "mining", "model", "names", "paths",
-        "sources", "store", "templates", "tokens", "integrations", "runtime", "gate",
+        "cli",
+        "config",
+        "errors",
+        "ingest",
+        "inject",
+        "mining",
+        "model",
+        "names",
+        "paths",
+        "sources",
+        "store",
+        "templates",
+        "tokens",
+        "integrations",
+        "runtime",
+        "gate",
         "annotations",
     }
     assert public <= set(warmstart.__all__)

@@ -52,9 +52,7 @@ DEFAULT_TRIVIAL = ("clarify", "memory", "fact_store", "fact_feedback")
 class MiningConfig:
     """Everything the miner and classifier can be told."""
 
-    categories: dict[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(DEFAULT_CATEGORIES)
-    )
+    categories: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
     trivial_tools: tuple[str, ...] = DEFAULT_TRIVIAL
     result_chars: int = 500
     majority: float = 0.6

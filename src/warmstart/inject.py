@@ -111,8 +111,12 @@ def to_anthropic(
             )
             add(
                 "user",
-                {"type": "tool_result", "tool_use_id": use_id, "content": result,
-                 "is_error": is_error},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": use_id,
+                    "content": result,
+                    "is_error": is_error,
+                },
             )
     return {"system": addendum or "", "messages": messages}
 
@@ -122,7 +126,9 @@ def to_hermes_prefill(examples: Sequence[Example]) -> list[dict[str, Any]]:
     return to_openai(examples, addendum=None)
 
 
-def render(examples: Sequence[Example], fmt: str = "openai", addendum: str | None = ADDENDUM) -> Any:
+def render(
+    examples: Sequence[Example], fmt: str = "openai", addendum: str | None = ADDENDUM
+) -> Any:
     """Render and validate warm messages in one of :data:`FORMATS`."""
     if fmt == "openai":
         out: Any = to_openai(examples, addendum)
@@ -207,7 +213,9 @@ def validate_anthropic(messages: Sequence[dict[str, Any]]) -> None:
         raise InjectError("invalid warm history: " + "; ".join(problems[:5]))
 
 
-def splice(warm: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def splice(
+    warm: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Put ``warm`` after the leading system messages of ``messages``."""
     head = 0
     while head < len(messages) and messages[head].get("role") in ("system", "developer"):

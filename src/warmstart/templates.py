@@ -57,7 +57,9 @@ def _load(store: Store, name: str) -> tuple[Template, Selector]:
 
 def _check_type(task_type: str | None) -> None:
     if task_type is not None and task_type not in TASK_TYPES:
-        raise TemplateError(f"unknown task type {task_type!r}; choose one of {', '.join(TASK_TYPES)}")
+        raise TemplateError(
+            f"unknown task type {task_type!r}; choose one of {', '.join(TASK_TYPES)}"
+        )
 
 
 def _from_pool(
@@ -198,8 +200,11 @@ def inject_into_messages(
         tpl, selector = template, _selector(template, store.url)
     if task is None:
         task = next(
-            (m["content"] for m in messages if m.get("role") == "user" and isinstance(
-                m.get("content"), str)),
+            (
+                m["content"]
+                for m in messages
+                if m.get("role") == "user" and isinstance(m.get("content"), str)
+            ),
             None,
         )
     examples = selector.select(budget or tpl.budget, task)
@@ -219,8 +224,11 @@ def best_template(
     wanted = set(tags)
 
     def rank(t: Template) -> tuple[float, int, int]:
-        type_score = 2.0 if task_type and t.task_type == task_type else (
-            1.0 if t.task_type == "mixed" or not task_type else 0.0)
+        type_score = (
+            2.0
+            if task_type and t.task_type == task_type
+            else (1.0 if t.task_type == "mixed" or not task_type else 0.0)
+        )
         return (-(type_score + len(wanted & set(t.tags))), t.usage_count, -t.version)
 
     best = min(candidates, key=rank)
@@ -317,4 +325,3 @@ def import_template(
             source_sessions=[str(s) for s in data.get("source_sessions") or []],
         )
     )
-

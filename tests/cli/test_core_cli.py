@@ -13,7 +13,9 @@ import pytest
 from warmstart.inject import validate_anthropic, validate_openai
 
 
-def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "warmstart", *args],
         capture_output=True,
@@ -43,12 +45,27 @@ def test_ingest_build_inject_round_trip(db: str, tau_sample: Path, tmp_path: Pat
     shown = json.loads(run("sessions", "show", listing[0]["id"], "--db", db, "--json").stdout)
     assert shown["id"] == listing[0]["id"] and shown["calls"]
 
-    built = json.loads(run("build", "airline", "--budget", "2000", "--db", db, "--json",
-                           "--tags", "airline,prod").stdout)
-    assert built["version"] == 1 and len(built["tools"]) == 14 and built["tags"] == ["airline", "prod"]
+    built = json.loads(
+        run(
+            "build", "airline", "--budget", "2000", "--db", db, "--json", "--tags", "airline,prod"
+        ).stdout
+    )
+    assert (
+        built["version"] == 1 and len(built["tools"]) == 14 and built["tags"] == ["airline", "prod"]
+    )
 
-    warm = json.loads(run("inject", "airline", "--task", "change my flight to May 20",
-                          "--format", "openai", "--db", db).stdout)
+    warm = json.loads(
+        run(
+            "inject",
+            "airline",
+            "--task",
+            "change my flight to May 20",
+            "--format",
+            "openai",
+            "--db",
+            db,
+        ).stdout
+    )
     validate_openai(warm)
     anth = json.loads(run("inject", "airline", "--format", "anthropic", "--db", db).stdout)
     validate_anthropic(anth["messages"])
@@ -91,8 +108,9 @@ def test_errors_are_one_line_without_traceback(args: list[str], message: str, db
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
-def test_ingest_reports_skips_and_exits_nonzero_only_when_nothing_read(db: str,
-                                                                       tmp_path: Path) -> None:
+def test_ingest_reports_skips_and_exits_nonzero_only_when_nothing_read(
+    db: str, tmp_path: Path
+) -> None:
     good = tmp_path / "mixed.jsonl"
     good.write_text('{bad\n{"id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
     proc = run("ingest", str(good), "--db", db)

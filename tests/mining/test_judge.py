@@ -77,7 +77,16 @@ def test_json_without_failure_keys_is_ok(obj: dict[str, object]) -> None:
     obj = {
         k: v
         for k, v in obj.items()
-        if k not in ("success", "ok", "error", "exit_code", "returncode", "exitCode",
-                     "exit_status", "status")
+        if k
+        not in (
+            "success",
+            "ok",
+            "error",
+            "exit_code",
+            "returncode",
+            "exitCode",
+            "exit_status",
+            "status",
+        )
     }
     assert judge_result(json.dumps(obj), "tool", None).ok

@@ -9,8 +9,9 @@ from warmstart.mining.select import Selector
 from warmstart.model import Example
 
 
-def ex(tool: str, intent: str = "", err: float = 0.0, recovery: bool = False,
-       **args: object) -> Example:
+def ex(
+    tool: str, intent: str = "", err: float = 0.0, recovery: bool = False, **args: object
+) -> Example:
     e = Example(
         tool=tool,
         intent=intent or f"use {tool}",

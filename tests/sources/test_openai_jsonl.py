@@ -22,8 +22,11 @@ GOOD = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "read_file", "arguments": {"path": "a.txt"}}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": {"path": "a.txt"}},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "hello"},
@@ -60,8 +63,13 @@ def test_bad_lines_are_counted_and_the_rest_read(tmp_path: Path) -> None:
     ]
     path = write_lines(
         tmp_path / "s.jsonl",
-        ["{not json", json.dumps({"id": "no-messages"}), "", json.dumps(bad_call),
-         json.dumps(GOOD)],
+        [
+            "{not json",
+            json.dumps({"id": "no-messages"}),
+            "",
+            json.dumps(bad_call),
+            json.dumps(GOOD),
+        ],
     )
     report = IngestReport()
     sessions = list(OpenAIJsonlSource().iter_sessions(path, report, {}))

@@ -45,7 +45,12 @@ def test_items_of_the_wrong_shape_are_counted(tmp_path: Path) -> None:
     path.write_text(
         json.dumps(
             [
-                {"task_id": 1, "trial": 0, "reward": 1.0, "traj": [{"role": "user", "content": "hi"}]},
+                {
+                    "task_id": 1,
+                    "trial": 0,
+                    "reward": 1.0,
+                    "traj": [{"role": "user", "content": "hi"}],
+                },
                 {"task_id": 2, "traj": "nope"},
                 7,
             ]

@@ -27,7 +27,7 @@ EXPECTED_TABLES = {
 def test_migrate_empty_database(db_url: str) -> None:
     store = Store(db_url)
     insp = inspect(store.engine)
-    assert EXPECTED_TABLES <= set(insp.get_table_names())
+    assert set(insp.get_table_names()) >= EXPECTED_TABLES
     cols = {c["name"] for c in insp.get_columns("tool_calls")}
     assert {"ok", "error_kind", "evidence", "paired_by", "recovered_by", "result_chars"} <= cols
     with store.engine.connect() as conn:

@@ -11,9 +11,6 @@ import sys
 
 import typer
 
-from warmstart.cli.app import app, console_err
-from warmstart.errors import WarmstartError
-
 # Command groups register themselves on import.
 from warmstart.cli import demo as _demo  # noqa: F401
 from warmstart.cli import gate as _gate  # noqa: F401
@@ -21,6 +18,8 @@ from warmstart.cli import ingest as _ingest  # noqa: F401
 from warmstart.cli import inject as _inject  # noqa: F401
 from warmstart.cli import sessions as _sessions  # noqa: F401
 from warmstart.cli import templates as _templates  # noqa: F401
+from warmstart.cli.app import app, console_err
+from warmstart.errors import WarmstartError
 
 __all__ = ["app", "main"]
 

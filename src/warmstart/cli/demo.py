@@ -40,14 +40,30 @@ def demo(
         db = f"sqlite:///{folder / 'warmstart.db'}"
     report = ingest(sample_path(), db=db, source="tau-bench")
     summary = Store(db).summary()
-    tpl = build_template("airline-demo", db, budget=budget, tags=["airline", "demo"],
-                         description="τ-bench airline (GPT-4o trajectories)")
+    tpl = build_template(
+        "airline-demo",
+        db,
+        budget=budget,
+        tags=["airline", "demo"],
+        description="τ-bench airline (GPT-4o trajectories)",
+    )
     warm = warm_history("airline-demo", task=DEMO_TASK, budget=budget, db=db, context="demo")
     tools = sorted({e.tool for e in tpl.examples})
     if as_json:
-        print_json({"ingest": report.as_dict(), "summary": summary, "template": {
-            "name": tpl.name, "version": tpl.version, "examples": len(tpl.examples),
-            "tools": tools}, "warm_history": warm, "store": safe_url(db)})
+        print_json(
+            {
+                "ingest": report.as_dict(),
+                "summary": summary,
+                "template": {
+                    "name": tpl.name,
+                    "version": tpl.version,
+                    "examples": len(tpl.examples),
+                    "tools": tools,
+                },
+                "warm_history": warm,
+                "store": safe_url(db),
+            }
+        )
         return
     console.rule("[bold]1. ingest[/bold]")
     console.print(

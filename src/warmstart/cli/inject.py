@@ -18,7 +18,9 @@ from warmstart.templates import warm_history
 @app.command()
 def inject(
     name: Annotated[str, typer.Argument(help="Template name.")],
-    task: Annotated[str | None, typer.Option(help="The task text; ranks examples by relevance.")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="The task text; ranks examples by relevance.")
+    ] = None,
     budget: Annotated[
         int | None, typer.Option(help="Token budget (default: the template's).")
     ] = None,
@@ -28,7 +30,9 @@ def inject(
     no_addendum: Annotated[
         bool, typer.Option("--no-addendum", help="Leave out the explanatory system message.")
     ] = False,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="File (default stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File (default stdout).")
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Print the warm conversation history of a template as JSON (validated)."""

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -29,7 +29,7 @@ DbOption = Annotated[
 ]
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     """How a listing is printed."""
 
     table = "table"

@@ -25,8 +25,17 @@ from warmstart.store import SessionFilter, Store
 sessions_app = typer.Typer(help="List and inspect stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 
-COLUMNS = ("id", "source", "task_type", "messages", "calls", "failures", "tools", "outcome",
-           "started")
+COLUMNS = (
+    "id",
+    "source",
+    "task_type",
+    "messages",
+    "calls",
+    "failures",
+    "tools",
+    "outcome",
+    "started",
+)
 
 
 @sessions_app.command("list")
@@ -35,7 +44,9 @@ def list_sessions(
     task_type: Annotated[
         str | None, typer.Option("--type", help="Only this task type (code/file/research/mixed).")
     ] = None,
-    since: Annotated[str | None, typer.Option(help="Started at or after (2026-11-01 or 7d).")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Started at or after (2026-11-01 or 7d).")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many rows.")] = 50,
     db: DbOption = None,

@@ -30,8 +30,9 @@ from warmstart.templates import (
     import_template,
 )
 
-templates_app = typer.Typer(help="List, show, delete, export and import templates.",
-                            no_args_is_help=True)
+templates_app = typer.Typer(
+    help="List, show, delete, export and import templates.", no_args_is_help=True
+)
 app.add_typer(templates_app, name="templates")
 
 TypeOption = Annotated[
@@ -131,7 +132,9 @@ def create(
 def list_templates(
     task_type: TypeOption = None,
     tags: TagsOption = None,
-    all_versions: Annotated[bool, typer.Option("--all", help="Every version, not just current.")] = False,
+    all_versions: Annotated[
+        bool, typer.Option("--all", help="Every version, not just current.")
+    ] = False,
     db: DbOption = None,
     as_json: JsonFlag = False,
     nl: NlFlag = False,
@@ -139,8 +142,7 @@ def list_templates(
 ) -> None:
     """List templates (filter by type and tags)."""
     rows = [
-        _summary(t)
-        for t in Store(db).list_templates(task_type, split_tags(tags), all_versions)
+        _summary(t) for t in Store(db).list_templates(task_type, split_tags(tags), all_versions)
     ]
     cols = ("name", "version", "task_type", "tags", "examples", "budget", "uses", "created")
     print_rows(rows, cols, output_mode(as_json, nl, as_csv), title="templates")
@@ -171,8 +173,9 @@ def show(
         }
         for i, e in enumerate(tpl.examples)
     ]
-    print_rows(rows, ("#", "tool", "kind", "tokens", "err_rate", "intent", "arguments"),
-               output_mode(False))
+    print_rows(
+        rows, ("#", "tool", "kind", "tokens", "err_rate", "intent", "arguments"), output_mode(False)
+    )
 
 
 @templates_app.command("delete")
@@ -206,7 +209,9 @@ def stats(db: DbOption = None, as_json: JsonFlag = False) -> None:
 @templates_app.command("export")
 def export(
     name: str,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="File (default stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File (default stdout).")
+    ] = None,
     version: Annotated[int | None, typer.Option(help="A specific version.")] = None,
     db: DbOption = None,
 ) -> None:

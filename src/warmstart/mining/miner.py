@@ -9,6 +9,7 @@ a successful call of the same tool becomes a *recovery pair*.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from warmstart.config import MiningConfig
@@ -94,15 +95,15 @@ def mine_session(session: Session, config: MiningConfig) -> tuple[list[MinedCall
         call.ok, call.error_kind, call.evidence = verdict.ok, verdict.kind, verdict.evidence
 
     # Retries: the same tool called again right after with changed arguments.
-    for prev, nxt in zip(calls, calls[1:], strict=False):
+    for prev, nxt in itertools.pairwise(calls):
         if prev.tool != nxt.tool or prev.trivial:
             continue
         if prev.arguments != nxt.arguments:
             nxt.retry_of = prev.index
             if prev.ok:
-                verdict = retry_verdict(prev.arguments, nxt.arguments, results[prev.index])
-                if verdict is not None:
-                    prev.ok, prev.error_kind, prev.evidence = False, verdict.kind, verdict.evidence
+                retry = retry_verdict(prev.arguments, nxt.arguments, results[prev.index])
+                if retry is not None:
+                    prev.ok, prev.error_kind, prev.evidence = False, retry.kind, retry.evidence
 
     # Recovery pairs: a failure fixed by a later success of the same tool.
     window = config.recovery_window

@@ -16,10 +16,17 @@ from typing import Any
 from warmstart.model import Session
 from warmstart.sources.base import IngestReport
 from warmstart.sources.files import head_text, open_text
-from warmstart.sources.openai_messages import parse_messages, tool_names
+from warmstart.sources.openai_messages import as_dict, parse_messages, tool_names
 
-_OUTCOMES = {"success": 1.0, "succeeded": 1.0, "pass": 1.0, "failure": 0.0, "failed": 0.0,
-             "fail": 0.0, "error": 0.0}
+_OUTCOMES = {
+    "success": 1.0,
+    "succeeded": 1.0,
+    "pass": 1.0,
+    "failure": 0.0,
+    "failed": 0.0,
+    "fail": 0.0,
+    "error": 0.0,
+}
 
 
 def _outcome(value: Any) -> float | None:
@@ -76,7 +83,7 @@ class OpenAIJsonlSource:
                 if known.get(f"{self.name}:{external}") == fingerprint:
                     report.unchanged += 1
                     continue
-                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                meta = as_dict(obj.get("metadata"))
                 yield Session(
                     source=self.name,
                     external_id=external[:300],

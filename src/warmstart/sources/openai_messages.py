@@ -15,6 +15,11 @@ from warmstart.model import ROLES, Message, ToolCallSpec
 from warmstart.sources.base import IngestReport
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (for optional nested objects)."""
+    return value if isinstance(value, dict) else {}
+
+
 def content_text(content: Any) -> str | None:
     """Text of a message content: a string, or the text parts of a list."""
     if content is None or isinstance(content, str):
@@ -52,7 +57,7 @@ def parse_tool_calls(raw: Any, report: IngestReport, where: str) -> list[ToolCal
         if not isinstance(item, dict):
             report.skip("tool call is not an object", where)
             continue
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        fn = as_dict(item.get("function")) or item
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             report.skip("tool call has no function name", where)
@@ -118,7 +123,7 @@ def tool_names(tools: Any) -> list[str] | None:
     names = []
     for tool in tools:
         if isinstance(tool, dict):
-            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            fn = as_dict(tool.get("function")) or tool
             name = fn.get("name")
             if isinstance(name, str):
                 names.append(name)

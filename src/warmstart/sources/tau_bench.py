@@ -15,7 +15,7 @@ from pathlib import Path
 from warmstart.model import Session
 from warmstart.sources.base import IngestReport
 from warmstart.sources.files import head_text, iter_json_array, open_text
-from warmstart.sources.openai_messages import parse_messages, tool_names
+from warmstart.sources.openai_messages import as_dict, parse_messages, tool_names
 
 
 class TauBenchSource:
@@ -52,8 +52,8 @@ class TauBenchSource:
                     report.unchanged += 1
                     continue
                 reward = item.get("reward")
-                info = item.get("info") if isinstance(item.get("info"), dict) else {}
-                task = info.get("task") if isinstance(info.get("task"), dict) else {}
+                info = as_dict(item.get("info"))
+                task = as_dict(info.get("task"))
                 yield Session(
                     source=self.name,
                     external_id=external,

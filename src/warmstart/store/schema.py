@@ -61,7 +61,9 @@ sessions = Table(
 messages = Table(
     "messages",
     metadata,
-    Column("session_id", String(400), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "session_id", String(400), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    ),
     Column("idx", Integer, nullable=False),
     Column("role", String(20), nullable=False),
     Column("content", Text),
@@ -76,7 +78,9 @@ messages = Table(
 tool_calls = Table(
     "tool_calls",
     metadata,
-    Column("session_id", String(400), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "session_id", String(400), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    ),
     Column("idx", Integer, nullable=False),
     Column("call_id", String(200), nullable=False),
     Column("tool", String(200), nullable=False),

@@ -269,9 +269,7 @@ class Store:
     ) -> list[dict[str, Any]]:
         """Session rows (newest first), as dicts."""
         s = schema.sessions
-        query = (flt or SessionFilter()).apply(select(s)).order_by(
-            s.c.started_at.desc(), s.c.id
-        )
+        query = (flt or SessionFilter()).apply(select(s)).order_by(s.c.started_at.desc(), s.c.id)
         if limit is not None:
             query = query.limit(limit).offset(offset)
         with self.engine.connect() as conn:
@@ -342,9 +340,8 @@ class Store:
             select(s.c.source, func.count()).group_by(s.c.source)
         )
         c = schema.tool_calls
-        tools = (
-            select(func.count(func.distinct(c.c.tool)))
-            .select_from(c.join(s, s.c.id == c.c.session_id))
+        tools = select(func.count(func.distinct(c.c.tool))).select_from(
+            c.join(s, s.c.id == c.c.session_id)
         )
         tools = (flt or SessionFilter()).apply(tools)
         with self.engine.connect() as conn:
@@ -388,7 +385,7 @@ class Store:
             ).scalar()
             version = (latest or 0) + 1
             conn.execute(update(t).where(t.c.name == template.name).values(is_current=False))
-            template_id = conn.execute(
+            inserted = conn.execute(
                 t.insert().values(
                     name=template.name,
                     version=version,
@@ -400,7 +397,9 @@ class Store:
                     source_sessions_json=json.dumps(template.source_sessions),
                     created_at=now,
                 )
-            ).inserted_primary_key[0]
+            ).inserted_primary_key
+            assert inserted is not None
+            template_id = int(inserted[0])
             if template.examples:
                 conn.execute(
                     e.insert(),
@@ -440,9 +439,7 @@ class Store:
             row = conn.execute(query).first()
             if row is None:
                 which = f" version {version}" if version is not None else ""
-                raise TemplateError(
-                    f"no template {name!r}{which} (see `warmstart templates list`)"
-                )
+                raise TemplateError(f"no template {name!r}{which} (see `warmstart templates list`)")
             ex_rows = conn.execute(
                 select(e).where(e.c.template_id == row.id).order_by(e.c.position)
             ).all()
@@ -458,9 +455,12 @@ class Store:
     ) -> list[Template]:
         """Templates (current versions unless ``all_versions``), examples not loaded."""
         t, e = schema.templates, schema.examples
-        query = select(t, func.count(e.c.id).label("n_examples")).outerjoin(
-            e, e.c.template_id == t.c.id
-        ).group_by(t).order_by(t.c.name, t.c.version)
+        query = (
+            select(t, func.count(e.c.id).label("n_examples"))
+            .outerjoin(e, e.c.template_id == t.c.id)
+            .group_by(*t.c)
+            .order_by(t.c.name, t.c.version)
+        )
         if not all_versions:
             query = query.where(t.c.is_current.is_(True))
         if task_type:
@@ -518,9 +518,9 @@ class Store:
             return {}
         u = schema.template_usage
         rows = conn.execute(
-            select(u.c.template_id, func.count()).where(u.c.template_id.in_(ids)).group_by(
-                u.c.template_id
-            )
+            select(u.c.template_id, func.count())
+            .where(u.c.template_id.in_(ids))
+            .group_by(u.c.template_id)
         )
         return {int(r[0]): int(r[1]) for r in rows}
 
