@@ -4,6 +4,7 @@ and a real PostgreSQL server that the tests start themselves (``pgserver``)."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -37,15 +38,21 @@ def pg_server() -> Iterator[Any]:
     folder = tempfile.mkdtemp(prefix="warmstart-pg-")
     server = pgserver.get_server(folder, cleanup_mode="stop")
     yield server
+    from warmstart.store.store import _ENGINES
+
+    for url in [u for u in _ENGINES if u.startswith("postgresql")]:
+        _ENGINES.pop(url).dispose()  # open pooled connections would delay shutdown
     server.cleanup()
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _pg_url(server: Any) -> str:
+def _pg_url(server: Any, template: str | None = None) -> str:
     uri = server.get_uri()  # postgresql://postgres:@/postgres?host=/tmp/...
     host = uri.split("host=", 1)[1]
     name = "t_" + uuid.uuid4().hex[:12]
-    server.psql(f"CREATE DATABASE {name};")
+    clone = f" TEMPLATE {template}" if template else ""
+    out = server.psql(f"CREATE DATABASE {name}{clone};")
+    assert "ERROR" not in out, out
     return f"postgresql+psycopg://postgres@/{name}?host={host}"
 
 
@@ -69,3 +76,49 @@ def tau_sample() -> Path:
     from warmstart.cli.demo import sample_path
 
     return sample_path()
+
+
+@pytest.fixture(scope="session")
+def tau_bases(tmp_path_factory: pytest.TempPathFactory, tau_sample: Path) -> dict[str, str]:
+    """Stores with the τ-bench corpus ingested once per backend, cloned per test below."""
+    return {}
+
+
+def _ingest_base(url: str, tau_sample: Path) -> None:
+    from warmstart.config import MiningConfig
+    from warmstart.ingest import ingest
+    from warmstart.store.store import _ENGINES
+
+    ingest(tau_sample, db=url, config=MiningConfig())
+    engine = _ENGINES.pop(url)
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def tau_db_url(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    tau_bases: dict[str, str],
+    tau_sample: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> str:
+    """A fresh store holding the ingested τ-bench corpus, on each backend."""
+    if request.param == "sqlite":
+        if "sqlite" not in tau_bases:
+            base = tmp_path_factory.mktemp("tau-base") / "base.db"
+            tau_bases["sqlite"] = f"sqlite:///{base}"
+            _ingest_base(tau_bases["sqlite"], tau_sample)
+        target = tmp_path / "tau.db"
+        src = sqlite3.connect(tau_bases["sqlite"].removeprefix("sqlite:///"))
+        dst = sqlite3.connect(target)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        return f"sqlite:///{target}"
+    server = request.getfixturevalue("pg_server")
+    if "postgres" not in tau_bases:
+        tau_bases["postgres"] = _pg_url(server)
+        _ingest_base(tau_bases["postgres"], tau_sample)
+    base_name = tau_bases["postgres"].split("@/", 1)[1].split("?", 1)[0]
+    url = _pg_url(server, template=base_name)
+    return url

@@ -15,9 +15,8 @@ from warmstart.tokens import message_tokens
 
 
 @pytest.fixture
-def tau_store(db_url: str, tau_sample: Path) -> str:
-    warmstart.ingest(tau_sample, db=db_url)
-    return db_url
+def tau_store(tau_db_url: str) -> str:
+    return tau_db_url
 
 
 def test_build_versions_and_coverage(tau_store: str) -> None:
