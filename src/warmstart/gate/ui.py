@@ -177,7 +177,7 @@ document.getElementById("login").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   state.token = document.getElementById("token").value.trim();
   try {
-    await api("/confirm?status=pending&limit=1");
+    await api("/audit?limit=1");  // approvers only
     sessionStorage.setItem("gate-token", state.token);
     await start();
   } catch (e) { signOut(e.message); }
