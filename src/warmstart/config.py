@@ -59,9 +59,19 @@ class MiningConfig:
     recovery_window: int = 3
     marathon_messages: int = 100
     short_messages: int = 20
+    _cache: dict[str, str | None] = field(
+        default_factory=dict, init=False, compare=False, repr=False, hash=False
+    )
 
     def category_of(self, tool: str) -> str | None:
-        """The category a tool belongs to, with ``prefix*`` patterns allowed."""
+        """The category a tool belongs to, with ``prefix*`` patterns allowed (memoised)."""
+        try:
+            return self._cache[tool]
+        except KeyError:
+            found = self._cache[tool] = self._lookup(tool)
+            return found
+
+    def _lookup(self, tool: str) -> str | None:
         for category, names in self.categories.items():
             for name in names:
                 if name.endswith("*"):
@@ -86,7 +96,7 @@ def load_config(path: Path | None = None) -> MiningConfig:
 
 def config_from_mapping(section: dict[str, Any], origin: str = "config") -> MiningConfig:
     """Build a config from a ``[mining]`` mapping, naming any bad key."""
-    known = {f.name for f in fields(MiningConfig)}
+    known = {f.name for f in fields(MiningConfig) if f.init}
     unknown = set(section) - known
     if unknown:
         raise ConfigError(f"{origin}: unknown [mining] keys: {', '.join(sorted(unknown))}")

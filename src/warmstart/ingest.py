@@ -41,7 +41,7 @@ def ingest(
     batch: list[tuple[Session, list[MinedCall], SessionStats]] = []
 
     def flush() -> None:
-        added, updated = store.write_sessions(batch)
+        added, updated = store.write_sessions(batch, existing=known)
         report.added += added
         report.updated += updated
         batch.clear()

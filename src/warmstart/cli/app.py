@@ -16,3 +16,6 @@ app = typer.Typer(
 
 console = Console(soft_wrap=True)
 console_err = Console(stderr=True, soft_wrap=True)
+if not console.is_terminal:
+    # Piped output is read by people in files and CI logs: don't squeeze tables to 80.
+    console.width = 160

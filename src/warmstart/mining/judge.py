@@ -22,10 +22,23 @@ _PREFIX_RE = re.compile(
     r"^(?:error|exception|fatal|failed|failure)\b|^[A-Za-z_][\w.]*(?:Error|Exception)\b\s*:",
     re.I,
 )
-_SOFT_RE = re.compile(
-    r"not found|no such|does not exist|doesn't exist|invalid|failed|unable to|cannot|can't"
-    r"|denied|forbidden|unauthori[sz]ed|no results|not allowed|missing",
-    re.I,
+_SOFT_WORDS = (
+    "not found",
+    "no such",
+    "does not exist",
+    "doesn't exist",
+    "invalid",
+    "failed",
+    "unable to",
+    "cannot",
+    "can't",
+    "denied",
+    "forbidden",
+    "unauthorized",
+    "unauthorised",
+    "no results",
+    "not allowed",
+    "missing",
 )
 _JSON_HEAD = 200_000
 
@@ -92,9 +105,11 @@ def judge_result(result: str | None, tool: str, known_tools: frozenset[str] | No
     if _PREFIX_RE.match(head):
         return Verdict(False, "error-prefix", _snippet(head))
     edge = text[:300] + "\n" + text[-300:] if len(text) > 600 else text
-    match = _EXIT_RE.search(edge)
-    if match and match.group(1) not in ("0", "-0"):
-        return Verdict(False, "exit-code", _snippet(match.group(0)))
+    low = edge.lower()
+    if "exit" in low or "return" in low:  # cheap gate before the regex
+        match = _EXIT_RE.search(edge)
+        if match and match.group(1) not in ("0", "-0"):
+            return Verdict(False, "exit-code", _snippet(match.group(0)))
     return OK
 
 
@@ -105,7 +120,8 @@ def soft_failure(result: str | None) -> bool:
     text = result.strip()
     if not text or text in ("[]", "{}", "null", "None"):
         return True
-    return bool(_SOFT_RE.search(text[:300]))
+    low = text[:300].lower()
+    return any(word in low for word in _SOFT_WORDS)
 
 
 def retry_verdict(prev_args: str, next_args: str, prev_result: str | None) -> Verdict | None:

@@ -67,7 +67,15 @@ class Selector:
         self.n_shapes = len(shapes)
         self.tokens = np.array([max(ex.tokens, 1) for ex in self.examples], dtype=np.int64)
         err = np.array([ex.tool_error_rate for ex in self.examples], dtype=np.float64)
-        rec = np.array([ex.is_recovery for ex in self.examples], dtype=np.float64)
+        # A recovery whose failure was only inferred from a retry teaches less than
+        # one whose result said what went wrong, so it counts half.
+        rec = np.array(
+            [
+                (0.5 if ex.error_kind == "retry" else 1.0) if ex.is_recovery else 0.0
+                for ex in self.examples
+            ],
+            dtype=np.float64,
+        )
         median = float(np.median(self.tokens)) if n else 1.0
         self.static = (
             1.0

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -146,123 +147,69 @@ class Store:
             return {row.id: row.fingerprint for row in rows}
 
     def write_sessions(
-        self, batch: Iterable[tuple[Session, list[MinedCall], SessionStats]]
+        self,
+        batch: Iterable[tuple[Session, list[MinedCall], SessionStats]],
+        existing: Collection[str] | None = None,
     ) -> tuple[int, int]:
         """Insert or replace sessions with their messages and calls, in one transaction.
 
-        Returns ``(added, updated)``. A failure rolls back this batch only: nothing
+        ``existing`` (keys already stored, when the caller knows them) lets new
+        sessions skip the delete. Rows of the whole batch go to the driver in one
+        ``executemany`` per table: this path carries every message of every
+        ingest, so it avoids per-row statement building. Returns
+        ``(added, updated)``; a failure rolls back this batch only, so nothing
         already in the store is lost.
         """
-        added = updated = 0
         now = time.time()
+        session_rows: list[dict[str, Any]] = []
+        message_rows: list[dict[str, Any]] = []
+        call_rows: list[dict[str, Any]] = []
+        replace: list[str] = []
+        for session, calls, stats in batch:
+            key = clean(session.key) or ""
+            if existing is None or key in existing:
+                replace.append(key)
+            session_rows.append(_session_values(session, key, stats, now))
+            message_rows.extend(_message_values(key, session))
+            call_rows.extend(_call_values(key, calls))
         try:
             with self.engine.begin() as conn:
-                for session, calls, stats in batch:
-                    if self._delete_session(conn, session.key):
-                        updated += 1
-                    else:
-                        added += 1
-                    self._insert_session(conn, session, calls, stats, now)
+                updated = self._delete_sessions(conn, replace) if replace else 0
+                for table, rows in (
+                    (schema.sessions, session_rows),
+                    (schema.messages, message_rows),
+                    (schema.tool_calls, call_rows),
+                ):
+                    if rows:
+                        sql, getter = self._insert_sql(table)
+                        conn.exec_driver_sql(sql, list(map(getter, rows)))
         except (SQLAlchemyError, DBAPIError) as exc:
             raise StoreError(f"cannot write to store {safe_url(self.url)}: {_short(exc)}") from exc
-        return added, updated
+        return len(session_rows) - updated, updated
 
-    @staticmethod
-    def _delete_session(conn: Connection, key: str) -> bool:
-        conn.execute(delete(schema.tool_calls).where(schema.tool_calls.c.session_id == key))
-        conn.execute(delete(schema.messages).where(schema.messages.c.session_id == key))
-        result = conn.execute(delete(schema.sessions).where(schema.sessions.c.id == key))
-        return bool(result.rowcount)
-
-    @staticmethod
-    def _insert_session(
-        conn: Connection,
-        session: Session,
-        calls: list[MinedCall],
-        stats: SessionStats,
-        now: float,
-    ) -> None:
-        key = clean(session.key)
-        conn.execute(
-            schema.sessions.insert().values(
-                id=key,
-                source=session.source,
-                external_id=clean(session.external_id),
-                origin=clean(session.origin) or "",
-                model=clip(session.model, 200),
-                title=clip(session.title, 1000),
-                started_at=session.started_at,
-                ended_at=session.ended_at,
-                end_reason=clip(session.end_reason, 60),
-                outcome=session.outcome,
-                task_type=stats.task_type,
-                n_messages=stats.messages,
-                n_calls=stats.calls,
-                n_failures=stats.failures,
-                n_distinct_tools=stats.distinct_tools,
-                n_recoveries=stats.recoveries,
-                first_success_turn=stats.first_success_turn,
-                fingerprint=session.fingerprint,
-                tools_json=None if session.tools is None else json.dumps(session.tools),
-                metadata_json=clean(json.dumps(session.metadata, default=str)),
-                ingested_at=now,
-            )
+    def _insert_sql(self, table: Any) -> tuple[str, Callable[[dict[str, Any]], Any]]:
+        """A driver-level INSERT of every column of ``table`` with positional
+        placeholders, and the getter that turns a row dict into its parameters."""
+        cache: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = self.__dict__.setdefault(
+            "_insert_cache", {}
         )
-        if session.messages:
-            conn.execute(
-                schema.messages.insert(),
-                [
-                    {
-                        "session_id": key,
-                        "idx": i,
-                        "role": m.role,
-                        "content": clip(m.content, MESSAGE_CHARS),
-                        "content_chars": len(m.content) if m.content else 0,
-                        "tool_calls_json": clean(
-                            json.dumps(
-                                [
-                                    {"id": c.id, "name": c.name, "arguments": c.arguments}
-                                    for c in m.tool_calls
-                                ]
-                            )
-                        )
-                        if m.tool_calls
-                        else None,
-                        "tool_call_id": clip(m.tool_call_id, 200),
-                        "name": clip(m.name, 200),
-                        "timestamp": m.timestamp,
-                    }
-                    for i, m in enumerate(session.messages)
-                ],
+        hit = cache.get(table.name)
+        if hit is None:
+            cols = [c.name for c in table.columns]
+            mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+            sql = (
+                f"INSERT INTO {table.name} ({', '.join(cols)}) "
+                f"VALUES ({', '.join([mark] * len(cols))})"
             )
-        if calls:
-            conn.execute(
-                schema.tool_calls.insert(),
-                [
-                    {
-                        "session_id": key,
-                        "idx": c.index,
-                        "call_id": clip(c.call_id, 200),
-                        "tool": clip(c.tool, 200),
-                        "arguments_json": clean(c.arguments),
-                        "args_valid": c.args_valid,
-                        "turn": c.turn,
-                        "message_idx": c.message_index,
-                        "result": clean(c.result),
-                        "result_chars": c.result_chars,
-                        "paired_by": c.paired_by,
-                        "ok": c.ok,
-                        "error_kind": c.error_kind,
-                        "evidence": clip(c.evidence, 500),
-                        "intent": clip(c.intent, INTENT_CHARS),
-                        "timestamp": c.timestamp,
-                        "trivial": c.trivial,
-                        "retry_of": c.retry_of,
-                        "recovered_by": c.recovered_by,
-                    }
-                    for c in calls
-                ],
-            )
+            hit = cache[table.name] = (sql, itemgetter(*cols))
+        return hit
+
+    @staticmethod
+    def _delete_sessions(conn: Connection, keys: list[str]) -> int:
+        conn.execute(delete(schema.tool_calls).where(schema.tool_calls.c.session_id.in_(keys)))
+        conn.execute(delete(schema.messages).where(schema.messages.c.session_id.in_(keys)))
+        result = conn.execute(delete(schema.sessions).where(schema.sessions.c.id.in_(keys)))
+        return int(result.rowcount or 0)
 
     def list_sessions(
         self, flt: SessionFilter | None = None, limit: int | None = None, offset: int = 0
@@ -552,6 +499,79 @@ class Store:
             "examples": int(n_examples),
             "uses": int(uses),
             "tokens_injected": int(tokens),
+        }
+
+
+def _session_values(session: Session, key: str, stats: SessionStats, now: float) -> dict[str, Any]:
+    return {
+        "id": key,
+        "source": session.source,
+        "external_id": clean(session.external_id),
+        "origin": clean(session.origin) or "",
+        "model": clip(session.model, 200),
+        "title": clip(session.title, 1000),
+        "started_at": session.started_at,
+        "ended_at": session.ended_at,
+        "end_reason": clip(session.end_reason, 60),
+        "outcome": session.outcome,
+        "task_type": stats.task_type,
+        "n_messages": stats.messages,
+        "n_calls": stats.calls,
+        "n_failures": stats.failures,
+        "n_distinct_tools": stats.distinct_tools,
+        "n_recoveries": stats.recoveries,
+        "first_success_turn": stats.first_success_turn,
+        "fingerprint": session.fingerprint,
+        "tools_json": None if session.tools is None else json.dumps(session.tools),
+        "metadata_json": clean(json.dumps(session.metadata, default=str)),
+        "ingested_at": now,
+    }
+
+
+def _message_values(key: str, session: Session) -> Iterator[dict[str, Any]]:
+    for i, m in enumerate(session.messages):
+        content = m.content
+        yield {
+            "session_id": key,
+            "idx": i,
+            "role": m.role,
+            "content": clip(content, MESSAGE_CHARS),
+            "content_chars": len(content) if content else 0,
+            "tool_calls_json": clean(
+                json.dumps(
+                    [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+                )
+            )
+            if m.tool_calls
+            else None,
+            "tool_call_id": clip(m.tool_call_id, 200),
+            "name": clip(m.name, 200),
+            "timestamp": m.timestamp,
+        }
+
+
+def _call_values(key: str, calls: list[MinedCall]) -> Iterator[dict[str, Any]]:
+    for c in calls:
+        yield {
+            "session_id": key,
+            "idx": c.index,
+            "call_id": clip(c.call_id, 200),
+            "tool": clip(c.tool, 200),
+            "arguments_json": clean(c.arguments),
+            "args_valid": c.args_valid,
+            "turn": c.turn,
+            "message_idx": c.message_index,
+            "result": clean(c.result),
+            "result_chars": c.result_chars,
+            "paired_by": c.paired_by,
+            "ok": c.ok,
+            "error_kind": c.error_kind,
+            "evidence": clip(c.evidence, 500),
+            "intent": clip(c.intent, INTENT_CHARS),
+            "timestamp": c.timestamp,
+            "trivial": c.trivial,
+            "retry_of": c.retry_of,
+            "recovered_by": c.recovered_by,
         }
 
 
