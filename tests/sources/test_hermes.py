@@ -725,6 +725,19 @@ def test_not_sqlite_is_a_source_error(tmp_path: Path) -> None:
         read(path)
 
 
+def test_path_with_uri_characters(tmp_path: Path) -> None:
+    odd = tmp_path / "50% #1 ?copy"
+    odd.mkdir()
+    built = HandBuilt(odd / "state.db")
+    built.session("s")
+    built.message("s", "user", "hi")
+    built.close()
+    assert HermesSource().detect(odd / "state.db")
+    (session,), _ = read(odd / "state.db")
+    assert session.origin == str(odd / "state.db")
+    assert session.messages == [Message("user", "hi", timestamp=1001.0)]
+
+
 def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"nothere\.db"):
         read(tmp_path / "nothere.db")

@@ -46,7 +46,9 @@ file cannot be opened at all (:class:`~warmstart.errors.SourceError`). Unknown
 roles, tool calls without a name and unreadable sessions of a damaged file are
 counted in the :class:`IngestReport` and skipped; ``tool_calls`` that are not
 JSON lose the calls but keep the message; arguments that are not JSON are kept
-as raw text (and counted) for the miner to judge.
+as raw text (and counted) for the miner to judge (argument strings shaped like
+an object, ``{...}``, are left to the miner's own parse). A truncated or damaged
+file yields the sessions before the damage, whole, and counts the rest.
 """
 
 from __future__ import annotations
@@ -621,8 +623,12 @@ class HermesSource:
             con.close()
 
     def _connect(self, path: Path) -> sqlite3.Connection:
-        """Read-only and autocommit (the read transaction is explicit): never a write lock."""
-        uri = f"file:{Path(path).resolve().as_posix()}?mode=ro"
+        """Read-only and autocommit (the read transaction is explicit): never a write lock.
+
+        The path is percent-encoded into the URI, so ``#``, ``?`` or ``%`` in a
+        directory name cannot cut it short.
+        """
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
 
 
