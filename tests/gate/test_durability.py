@@ -74,8 +74,10 @@ def processes() -> Iterator[list[GateProcess]]:
 
 
 def test_kill_9_with_requests_pending_loses_nothing(
-    db_url: str, tmp_path: Path, processes: list[GateProcess]
+    tmp_path: Path, processes: list[GateProcess]
 ) -> None:
+    # SQLite is the default store; PostgreSQL reopening is covered in test_store.
+    db_url = f"sqlite:///{tmp_path / 'gate.db'}"
     first = GateProcess(db_url, tmp_path / "gate.log")
     processes.append(first)
     submitted: list[dict[str, Any]] = []

@@ -19,6 +19,11 @@ from warmstart.gate.security import canonical_json, format_ts
 
 BATCH = 1000
 
+# Built once: constructing statements costs more than running them on SQLite.
+HEAD = select(audit_head.c.seq, audit_head.c.hash).where(audit_head.c.id == 1)
+INSERT_ROW = insert(audit)
+MOVE_HEAD = update(audit_head).where(audit_head.c.id == 1)
+
 
 @dataclass(frozen=True)
 class AuditVerification:
@@ -51,9 +56,7 @@ def append(
     now: float | None = None,
 ) -> int:
     """Append one row inside the caller's write transaction; returns its seq."""
-    head = conn.execute(
-        select(audit_head.c.seq, audit_head.c.hash).where(audit_head.c.id == 1)
-    ).one()
+    head = conn.execute(HEAD).one()
     row = {
         "seq": head.seq + 1,
         "at": round(time.time() if now is None else now, 6),
@@ -63,8 +66,8 @@ def append(
         "data_json": canonical_json(data or {}),
     }
     digest = row_hash(head.hash, row)
-    conn.execute(insert(audit).values(**row, prev_hash=head.hash, hash=digest))
-    conn.execute(update(audit_head).where(audit_head.c.id == 1).values(seq=row["seq"], hash=digest))
+    conn.execute(INSERT_ROW, {**row, "prev_hash": head.hash, "hash": digest})
+    conn.execute(MOVE_HEAD, {"seq": row["seq"], "hash": digest})
     return int(row["seq"])
 
 

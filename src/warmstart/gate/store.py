@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from warmstart.gate import audit as audit_log
 from warmstart.gate.db import Database, keys, requests, session_allows
@@ -37,6 +37,37 @@ EXPIRED = "expired"
 CONSUMED = "consumed"
 STATUSES = (PENDING, APPROVED, DENIED, EXPIRED, CONSUMED)
 DECIDED = (APPROVED, DENIED, EXPIRED, CONSUMED)
+
+# Hot-path statements, built once (building costs more than running them on SQLite).
+# Where-clause parameters are prefixed ``b_``; other keys become SET columns.
+BY_ID = select(requests).where(requests.c.id == bindparam("b_id"))
+BY_IDEMPOTENCY_KEY = select(requests).where(
+    requests.c.requester == bindparam("b_requester"),
+    requests.c.idempotency_key == bindparam("b_key"),
+)
+RATE_WINDOW = select(func.count(), func.min(requests.c.created_at)).where(
+    requests.c.requester == bindparam("b_requester"),
+    requests.c.action == bindparam("b_action"),
+    requests.c.created_at > bindparam("b_since"),
+)
+PENDING_OF = select(func.count()).where(
+    requests.c.requester == bindparam("b_requester"),
+    requests.c.status == PENDING,
+    requests.c.expires_at > bindparam("b_now"),
+)
+SESSION_ALLOWS = select(session_allows.c.action).where(
+    session_allows.c.session_key == bindparam("b_session"),
+    session_allows.c.action == bindparam("b_action"),
+)
+INSERT_REQUEST = insert(requests)
+CHANGE_IF = update(requests).where(
+    requests.c.id == bindparam("b_id"), requests.c.status == bindparam("b_status")
+)
+EXPIRE_IF_DUE = update(requests).where(
+    requests.c.id == bindparam("b_id"),
+    requests.c.status == PENDING,
+    requests.c.expires_at <= bindparam("b_now"),
+)
 
 
 @dataclass(frozen=True)
@@ -69,17 +100,17 @@ class GateRequest:
             description=row["description"],
             details=json.loads(row["details_json"]),
             requester=row["requester"],
-            session_key=row["session_key"],
+            session_key=row.get("session_key"),
             status=row["status"],
             created_at=row["created_at"],
             expires_at=row["expires_at"],
             timeout_seconds=row["timeout_seconds"],
             binding_hash=row["binding_hash"],
-            decided_at=row["decided_at"],
-            decided_by=row["decided_by"],
-            reason=row["reason"],
-            comment=row["comment"],
-            consumed_at=row["consumed_at"],
+            decided_at=row.get("decided_at"),
+            decided_by=row.get("decided_by"),
+            reason=row.get("reason"),
+            comment=row.get("comment"),
+            consumed_at=row.get("consumed_at"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,10 +186,7 @@ class GateStore:
             if idempotency_key is not None:
                 row = (
                     conn.execute(
-                        select(requests).where(
-                            requests.c.requester == requester,
-                            requests.c.idempotency_key == idempotency_key,
-                        )
+                        BY_IDEMPOTENCY_KEY, {"b_requester": requester, "b_key": idempotency_key}
                     )
                     .mappings()
                     .first()
@@ -191,7 +219,7 @@ class GateStore:
             }
             if auto:
                 values.update(decided_at=now, decided_by=auto)
-            conn.execute(insert(requests).values(**values))
+            conn.execute(INSERT_REQUEST, values)
             audit_log.append(
                 conn,
                 "submitted",
@@ -209,8 +237,7 @@ class GateStore:
             )
             if auto:
                 audit_log.append(conn, "auto_approved", auto, request_id, {"action": action}, now)
-            row = conn.execute(select(requests).where(requests.c.id == request_id)).mappings().one()
-        return Submission(GateRequest.from_row(row), created=True, remaining=remaining)
+        return Submission(GateRequest.from_row(values), created=True, remaining=remaining)
 
     def _check_limits(
         self, conn: Connection, action: str, requester: str, now: float
@@ -218,14 +245,13 @@ class GateStore:
         policy = self.policy
         remaining: int | None = None
         if policy.rate_limit > 0:
-            since = now - policy.window_seconds
-            recent = and_(
-                requests.c.requester == requester,
-                requests.c.action == action,
-                requests.c.created_at > since,
-            )
             count, oldest = conn.execute(
-                select(func.count(), func.min(requests.c.created_at)).where(recent)
+                RATE_WINDOW,
+                {
+                    "b_requester": requester,
+                    "b_action": action,
+                    "b_since": now - policy.window_seconds,
+                },
             ).one()
             if count >= policy.rate_limit:
                 retry = max(1, int((oldest or now) + policy.window_seconds - now) + 1)
@@ -238,13 +264,7 @@ class GateStore:
                     retry_after_seconds=retry,
                 )
             remaining = policy.rate_limit - count - 1
-        pending = conn.execute(
-            select(func.count()).where(
-                requests.c.requester == requester,
-                requests.c.status == PENDING,
-                requests.c.expires_at > now,
-            )
-        ).scalar_one()
+        pending = conn.execute(PENDING_OF, {"b_requester": requester, "b_now": now}).scalar_one()
         if pending >= policy.max_pending:
             raise RateLimited(
                 f"{requester!r} already has {pending} pending requests "
@@ -264,10 +284,7 @@ class GateStore:
             return "auto:global"
         if session_key is not None:
             hit = conn.execute(
-                select(session_allows.c.action).where(
-                    session_allows.c.session_key == session_key,
-                    session_allows.c.action == action,
-                )
+                SESSION_ALLOWS, {"b_session": session_key, "b_action": action}
             ).first()
             if hit is not None:
                 return "auto:session"
@@ -278,9 +295,7 @@ class GateStore:
         """The request, expired first if its deadline has passed; NotFound if unknown."""
         now = time.time() if now is None else now
         with self.db.read() as conn:
-            row = (
-                conn.execute(select(requests).where(requests.c.id == request_id)).mappings().first()
-            )
+            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
         if row is None:
             raise NotFound(f"no request {request_id}")
         record = GateRequest.from_row(row)
@@ -334,15 +349,13 @@ class GateStore:
         now = time.time() if now is None else now
         if not approve and not (reason and reason.strip()):
             raise BadInput("a denial needs a reason")
-        expired = False
         with self.db.write() as conn:
-            row = (
-                conn.execute(select(requests).where(requests.c.id == request_id)).mappings().first()
-            )
+            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
             if row is None:
                 raise NotFound(f"no request {request_id}")
-            if row["status"] == PENDING and row["expires_at"] <= now:
-                expired = self._expire_in(conn, request_id, now)
+            overdue = row["status"] == PENDING and row["expires_at"] <= now
+            if overdue:
+                self._expire_in(conn, request_id, now)
             elif row["status"] != PENDING:
                 raise Conflict(
                     f"request {request_id} is already {row['status']}", status=row["status"]
@@ -350,29 +363,27 @@ class GateStore:
             elif actor == row["requester"]:
                 raise Forbidden("nobody can decide a request they submitted")
             else:
-                status = APPROVED if approve else DENIED
+                changes = {
+                    "status": APPROVED if approve else DENIED,
+                    "decided_at": now,
+                    "decided_by": actor,
+                    "reason": None if approve else reason,
+                    "comment": comment,
+                }
                 changed = conn.execute(
-                    update(requests)
-                    .where(requests.c.id == request_id, requests.c.status == PENDING)
-                    .values(
-                        status=status,
-                        decided_at=now,
-                        decided_by=actor,
-                        reason=reason if not approve else None,
-                        comment=comment,
-                    )
+                    CHANGE_IF, {"b_id": request_id, "b_status": PENDING, **changes}
                 ).rowcount
                 if changed != 1:
                     raise Conflict(f"request {request_id} was decided by someone else")
                 data: dict[str, Any] = {"action": row["action"]}
-                if reason and not approve:
+                if not approve:
                     data["reason"] = reason
                 if comment:
                     data["comment"] = comment
-                audit_log.append(conn, status, actor, request_id, data, now)
-        if expired:
+                audit_log.append(conn, str(changes["status"]), actor, request_id, data, now)
+        if overdue:  # committed above: the expiry stands, the decision does not
             raise Conflict(f"request {request_id} is already expired", status=EXPIRED)
-        return self.get(request_id, now)
+        return GateRequest.from_row({**row, **changes})
 
     def consume(
         self,
@@ -384,9 +395,7 @@ class GateStore:
         """Mark an approved request used; a second consume is refused with Conflict."""
         now = time.time() if now is None else now
         with self.db.write() as conn:
-            row = (
-                conn.execute(select(requests).where(requests.c.id == request_id)).mappings().first()
-            )
+            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
             if row is None or (requester is not None and row["requester"] != requester):
                 raise NotFound(f"no request {request_id}")
             if row["status"] == CONSUMED:
@@ -402,38 +411,43 @@ class GateStore:
                     f"the approval is older than {self.policy.consume_window_seconds} s; ask again",
                     status=APPROVED,
                 )
+            changes = {"status": CONSUMED, "consumed_at": now}
             changed = conn.execute(
-                update(requests)
-                .where(requests.c.id == request_id, requests.c.status == APPROVED)
-                .values(status=CONSUMED, consumed_at=now)
+                CHANGE_IF, {"b_id": request_id, "b_status": APPROVED, **changes}
             ).rowcount
             if changed != 1:
                 raise Conflict(f"request {request_id} was already consumed", status=CONSUMED)
             audit_log.append(
                 conn, "consumed", row["requester"], request_id, {"action": row["action"]}, now
             )
-        return self.get(request_id, now)
+        return GateRequest.from_row({**row, **changes})
 
     # -- expiry ---------------------------------------------------------------------
     def expire_due(self, now: float | None = None, limit: int = 500) -> list[GateRequest]:
         """Expire every pending request past its deadline; returns those expired now."""
         now = time.time() if now is None else now
         with self.db.read() as conn:
-            ids = list(
+            rows = (
                 conn.execute(
-                    select(requests.c.id)
+                    select(requests)
                     .where(requests.c.status == PENDING, requests.c.expires_at <= now)
                     .limit(limit)
-                ).scalars()
+                )
+                .mappings()
+                .all()
             )
-        if not ids:
+        if not rows:
             return []
         done = []
         with self.db.write() as conn:
-            for request_id in ids:
-                if self._expire_in(conn, request_id, now):
-                    done.append(request_id)
-        return [self.get(i, now) for i in done]
+            for row in rows:
+                if self._expire_in(conn, row["id"], now):
+                    done.append(GateRequest.from_row({**row, **self._expired(now)}))
+        return done
+
+    @staticmethod
+    def _expired(now: float) -> dict[str, Any]:
+        return {"status": EXPIRED, "decided_at": now, "decided_by": "gate", "reason": "timed out"}
 
     def _expire(self, request_id: str, now: float) -> bool:
         with self.db.write() as conn:
@@ -441,13 +455,7 @@ class GateStore:
 
     def _expire_in(self, conn: Connection, request_id: str, now: float) -> bool:
         changed = conn.execute(
-            update(requests)
-            .where(
-                requests.c.id == request_id,
-                requests.c.status == PENDING,
-                requests.c.expires_at <= now,
-            )
-            .values(status=EXPIRED, decided_at=now, decided_by="gate", reason="timed out")
+            EXPIRE_IF_DUE, {"b_id": request_id, "b_now": now, **self._expired(now)}
         ).rowcount
         if changed == 1:
             audit_log.append(conn, "expired", "gate", request_id, {}, now)
