@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,36 +133,36 @@ def auth(name: str) -> dict[str, str]:
 
 
 # -- PostgreSQL -------------------------------------------------------------------------
-
-_counter = itertools.count(1)
+# The suite-wide ``pg_server`` (tests/conftest.py) is one real PostgreSQL started with
+# pgserver. The gate's tests use one database on it, and a fresh schema per test: a
+# schema costs nothing, while each new database copies a template through the WAL.
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A real PostgreSQL started for this test session with ``pgserver``."""
-    pgserver = pytest.importorskip("pgserver", reason="pgserver is a test dependency")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    yield server
-    server.cleanup()
-
-
-def sqlalchemy_url(libpq_uri: str) -> str:
-    """``postgresql://...`` from pgserver as a SQLAlchemy psycopg URL."""
-    return "postgresql+psycopg://" + libpq_uri.split("://", 1)[1]
+def gate_pg_base(pg_server: Any) -> tuple[str, str]:
+    """A database for the gate's tests: (name, socket directory)."""
+    name = "gate_" + uuid.uuid4().hex[:10]
+    out = pg_server.psql(f"CREATE DATABASE {name};")
+    assert "ERROR" not in out, out
+    host = pg_server.get_uri().split("host=", 1)[1]
+    return name, host
 
 
 @pytest.fixture
-def pg_url(pg_server: Any) -> str:
-    """A fresh, empty PostgreSQL database for one test."""
-    name = f"gate_test_{next(_counter)}"
-    pg_server.psql(f"CREATE DATABASE {name};")
-    uri = pg_server.get_uri().replace("/postgres?", f"/{name}?")
-    return sqlalchemy_url(uri)
+def pg_url(gate_pg_base: tuple[str, str]) -> str:
+    """A SQLAlchemy URL whose connections see only a fresh, empty schema."""
+    import psycopg
+
+    name, host = gate_pg_base
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(dbname=name, user="postgres", host=host, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"postgresql+psycopg://postgres@/{name}?host={host}&options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database URL: SQLite file, then a real PostgreSQL database."""
+    """A fresh gate database: a SQLite file, then a schema on a real PostgreSQL."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return str(request.getfixturevalue("pg_url"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,11 +24,23 @@ from warmstart.gate.policy import Policy
 from warmstart.gate.settings import DEFAULT_HIGH_RISK
 from warmstart.gate.store import GateStore
 
+_opened: list[Database] = []
+
+
+@pytest.fixture(autouse=True)
+def _dispose_databases() -> Iterator[None]:
+    """Close every pool a test opened (open connections would delay server shutdown)."""
+    yield
+    while _opened:
+        _opened.pop().dispose()
+
 
 def make_store(url: str, **policy: Any) -> GateStore:
     values: dict[str, Any] = {"rate_limit": 0, "max_pending": 1000, "high_risk": DEFAULT_HIGH_RISK}
     values.update(policy)
-    return GateStore(Database(url), Policy(**values))
+    db = Database(url)
+    _opened.append(db)
+    return GateStore(db, Policy(**values))
 
 
 def submit(store: GateStore, action: str = "deploy_production", **kw: Any) -> Any:
@@ -42,7 +55,7 @@ def submit(store: GateStore, action: str = "deploy_production", **kw: Any) -> An
 
 
 def test_migrations_build_the_schema(db_url: str) -> None:
-    db = Database(db_url)
+    db = make_store(db_url).db
     assert db.applied_migrations() == ["m001_initial", "m002_session_allows", "m003_keys"]
     names = set(inspect(db.reader).get_table_names())
     assert {
@@ -55,7 +68,7 @@ def test_migrations_build_the_schema(db_url: str) -> None:
     } <= names
     columns = {c["name"] for c in inspect(db.reader).get_columns("gate_requests")}
     assert {"id", "action", "details_json", "status", "expires_at", "binding_hash"} <= columns
-    assert Database(db_url).migrate() == []  # reopening applies nothing twice
+    assert make_store(db_url).db.migrate() == []  # reopening applies nothing twice
     if db.is_sqlite:
         with db.read() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
