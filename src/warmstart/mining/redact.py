@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
+from urllib.parse import unquote
 
 __all__ = ["KINDS", "Redaction", "redact_json", "redact_text", "redact_value"]
 
@@ -132,10 +133,6 @@ _KEYWORD_KIND = "secret-keyword"
 def _needs(*lower: str, cased: tuple[str, ...] = ()) -> Callable[[_Text], bool]:
     """A gate: the text contains one of these words (any case) or exact strings."""
     return lambda t: t.has(*lower) or t.has_cased(*cased)
-
-
-def _needs_both(first: tuple[str, ...], second: tuple[str, ...]) -> Callable[[_Text], bool]:
-    return lambda t: t.has(*first) and t.has(*second)
 
 
 _ARTIFACTORY_HINT = re.compile(r"AKC|AP[0-9A-F]")
@@ -236,7 +233,7 @@ _PLACEHOLDER = re.compile(
 _PLACEHOLDER_KIND = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 
 # ---------------------------------------------------------------------------------
-# Pre-filter: a superset of what any detector (ours or detect-secrets') can match.
+# Pre-filter: what any rule (ours or detect-secrets') needs in a text to match.
 # ---------------------------------------------------------------------------------
 
 _TRIGGER_WORDS = (
@@ -244,12 +241,15 @@ _TRIGGER_WORDS = (
     "cookie", "session", "aws", "xox", "xapp-", "sk-", "k_live_", "ghp_", "gho_", "ghu_",
     "ghs_", "ghr_", "github_pat_", "://", "hooks.slack.com",
 )  # fmt: skip
+# Mailchimp's "-us1" suffix is left to the run check: "-us" is in every "--user".
 _TRIGGER_CASED = (
-    "BEGIN", "PuTTY", "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "-us", "SG.", "sq0csp",
-    "GR1348941", "Basic ",
+    "-BEGIN", "- BEGIN", "PuTTY", "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "SG.", "sq0csp",
+    "GR1348941", "Basic ", "Basic\t", "pypi-", "glpat-", "gldt-", "glft-", "glsoat-", "glrt-",
+    "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
 )  # fmt: skip
-# '=' only as padding, so KEY=value splits into two runs.
-_RUN = re.compile(r"[A-Za-z0-9+/_\-]{20,}=*")
+# '=' only as padding, so KEY=value splits into two runs; '%' keeps a URL-encoded
+# token (sig=ab%2Bcd...) in one run.
+_RUN = re.compile(r"[A-Za-z0-9+/_\-%]{20,}=*")
 
 
 _DIGIT = re.compile(r"[0-9]")
@@ -263,7 +263,12 @@ def _mixed(s: str) -> bool:
 
 
 def _may_contain_secret(t: _Text) -> bool:
-    """Cheap check that lets plain text skip every detector."""
+    """Cheap check that lets plain text skip every detector.
+
+    Every rule with a keyword or a literal prefix has it in the trigger lists; the
+    rest (high entropy, and detect-secrets' prefix-less Discord, Telegram and Twilio
+    formats, which are random runs too) need a run the high-entropy rule flags.
+    """
     if t.has(*_TRIGGER_WORDS) or t.has_cased(*_TRIGGER_CASED):
         return True
     # "pass" anywhere but in "passenger(s)", which every airline reservation has.
@@ -271,7 +276,7 @@ def _may_contain_secret(t: _Text) -> bool:
         return True
     if _ARTIFACTORY_HINT.search(t.raw):
         return True
-    return any(_mixed(m.group()) for m in t.runs)
+    return any(next(_run_spans(t, m), None) is not None for m in t.runs)
 
 
 # ---------------------------------------------------------------------------------
@@ -281,9 +286,11 @@ def _may_contain_secret(t: _Text) -> bool:
 _BENIGN_VALUE = re.compile(
     r"""(?ix)
     (?: <[^<>]*> | \$\{?[A-Za-z_][A-Za-z0-9_]*\}? | \{\{.*\}\} | \$\(.*\)
-      | %[sdr] | %\([A-Za-z_]+\)[sdr] | \{[A-Za-z_][A-Za-z0-9_]*\}
-      | your[-_][\w-]+ | [\w-]+[-_]here
-      | [*x•.#_-]+ )
+      | your[-_][\w-]+ | [\w-]+[-_]here | \#[0-9a-f]{3,8}
+      | [*x•.#_-]+
+      # only format fields and punctuation: "{user}:{password}", "%s:%s", "{}"
+      | (?: \{ (?:[A-Za-z_][\w.\[\]'"]*)? (?:![rsa])? (?::[^{}]*)? \}
+          | %(?:\([A-Za-z_]+\))?[-\#0 +]*\d*[sdrf] | [^\w{}%] )+ )
     """
 )
 # Literals, type names and the metavars of --help texts (--password TEXT).
@@ -299,8 +306,7 @@ _BENIGN_WORDS = frozenset(
 # An identifier path or a call (settings.api_key, os.environ["X"], get_token(user, ...)):
 # code. A shell value cannot hold an unquoted "(", so this hides no password.
 _CODE_REFERENCE = re.compile(
-    r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*[(\[].*"
-    r"|[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_0-9]*)+",
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[].*|[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_]\w*)+",
     re.DOTALL,
 )
 
@@ -398,7 +404,9 @@ def _auth_headers(t: _Text) -> Iterator[_Span]:
     if "authorization" in t.lower:
         for m in _AUTH_HEADER.finditer(t.lower):
             cred = t.raw[m.start("cred") : m.end("cred")]
-            if not _is_benign(cred):
+            # Without a scheme the value must look like a token ("authorization: required",
+            # or f"Bearer {token}" in code, are not credentials).
+            if (m.group("scheme") or _tokenish(cred)) and not _is_benign(cred):
                 kind = "basic-auth" if m.group("scheme") == "basic" else "bearer-token"
                 yield _span(m, kind, "cred")
     if "bearer" in t.lower:
@@ -611,7 +619,7 @@ def _trim_raw(value: str) -> str:
         value = value[: query.start()]
     while value:
         last = value[-1]
-        if last in ",;." or (last in _CLOSERS and value.count(last) > value.count(_CLOSERS[last])):
+        if last in ",;.:" or (last in _CLOSERS and value.count(last) > value.count(_CLOSERS[last])):
             value = value[:-1]
         else:
             break
@@ -659,22 +667,40 @@ def _assignments(t: _Text) -> Iterator[_Span]:
                 done = max(done, m.end())
 
 
+_PROSE_AFTER = re.compile(r"[ \t]+['\"`]?[A-Za-z]{2,}")
+_CODE_ARGUMENT = re.compile(r"[A-Za-z_]*_[A-Za-z_]*[,)]|[A-Za-z_]+\)")
+_ANNOTATION_AFTER = re.compile(r"[ \t]*[|=,)\]]")
+
+
 def _assignment_value(m: re.Match[str]) -> _Span | None:
     """The secret span of one assignment match, or None for a benign value."""
     groups = m.groupdict()
-    word = _secret_word_of(m.group("key"))
-    if word is None or m.group("key").lower() in {"pwd", "oldpwd"}:
+    key = m.group("key")
+    word = _secret_word_of(key)
+    if word is None or key.lower() in {"pwd", "oldpwd"}:
         return None  # not a secret key; $PWD/$OLDPWD are the shell's directories
+    text = m.string
+    if word.lower() in {"pass", "auth"} and len(word) == len(key) and text[m.end("key")] in " \t":
+        return None  # "pass :func:`x`", "auth : ..." read as prose or markup
     group = next(g for g in ("edq", "dq", "sq", "bq", "raw") if groups.get(g) is not None)
     start, end = m.span(group)
     value = m.group(group)
     if group == "raw":
-        if value.startswith("-") and m.re is _FLAG_ASSIGNMENT:
+        if m.re is _FLAG_ASSIGNMENT and value.startswith("-"):
             return None  # --password --verbose: the flag took no value here
+        if value[:1] in "<(" or len(value) <= 2 or _CODE_ARGUMENT.fullmatch(value):
+            return None  # <USER>, (user, pw), f(token=tok), g(token=shard_id, ...): code
         value = _trim_raw(value)
         end = start + len(value)
-    if _is_benign(value, word):
-        return None
+        if value.isalpha() and _PROSE_AFTER.match(text, end):
+            return None  # "token: The token to verify." is prose, not a credential
+        type_like = value.lstrip("_")[:1].isupper() and value.isidentifier()
+        if type_like and _ANNOTATION_AFTER.match(text, end):
+            return None  # api_key: ApiKey | None, the type of a parameter
+    elif value[:1] in ",;)":
+        return None  # "Auth: ", Style(...): a string literal's end read as a value
+    if _is_benign(value, word) or value.startswith(("http://", "https://")):
+        return None  # a URL's own credentials and tokens are found by the other rules
     return _Span(start, end, _key_kind(word), _FORMAT_RANKS["password"])
 
 
@@ -704,6 +730,7 @@ _HASH_LABEL_BEFORE = re.compile(
     r"|oid|tree|parent|blob|etag|uuid|guid|trace|span|request|correlation|object|build|job"
     r"|image|container|layer)(?:[-_ ]?id)?[\"']?\W{0,3}$"
 )
+_HASH_PATH_LABELS = frozenset({"blob", "tree", "commit", "commits", "raw", "compare", "rev"})
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5)[-=:_]")
 _MIN_RUN = 20
 _MIN_HEX = 32
@@ -724,12 +751,35 @@ def _common_ratio(word: str) -> float:
     return sum(w[i : i + 2] in _COMMON_BIGRAMS for i in range(pairs)) / pairs
 
 
+_TOKENS = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|[^A-Za-z]|$)|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
 def _wordy(s: str) -> bool:
-    """Half or more of ``s`` is words of 3+ letters made of common letter pairs."""
-    covered = sum(
-        len(word) for word in _WORDS.findall(s) if len(word) >= 3 and _common_ratio(word) >= 0.6
+    """Made of words: mostly common letter pairs, or shaped like an identifier.
+
+    Letter pairs alone miss tech words (mysqldb, markdown), so a camelCase or
+    snake_case name also counts: 3+ letter words, fairly pronounceable on average,
+    cover most letters, split by case or separators, with at most two runs of digits
+    (MySQLCompiler_mysqldb, Draft202012Validator).
+    """
+    words = _WORDS.findall(s)
+    covered = sum(len(w) for w in words if len(w) >= 3 and _common_ratio(w) >= 0.6)
+    if covered * 2 >= len(s):
+        return True
+    tokens = _TOKENS.findall(s)
+    letters = sum(len(tok) for tok in tokens if tok[0].isalpha())
+    long_words = [tok for tok in tokens if tok[0].isalpha() and len(tok) >= 3]
+    digit_runs = sum(tok[0].isdigit() for tok in tokens)
+    structured = any(tok[0].isupper() and tok[1:].islower() for tok in long_words) or any(
+        c in s for c in "_-/."
     )
-    return covered * 2 >= len(s)
+    return (
+        structured
+        and len(long_words) >= 2
+        and digit_runs <= 2
+        and sum(map(len, long_words)) * 4 >= letters * 3
+        and sum(map(_common_ratio, long_words)) >= 0.4 * len(long_words)
+    )
 
 
 def _random_looking(s: str, min_len: int = _MIN_RUN) -> bool:
@@ -761,8 +811,15 @@ def _high_entropy_run(run: str) -> bool:
     segments = [seg for seg in _SEGMENT_SPLIT.split(run) if seg]
     if len(segments) <= 2:
         return _random_looking(run)
-    rest = "".join(seg for seg in segments if not _is_filler(seg))
-    return _random_looking(rest, _MIN_REST)
+    # github.com/o/r/blob/<sha>/path: a commit id in a URL path is not a key either.
+    segments = [
+        seg
+        for i, seg in enumerate(segments)
+        if not (i and segments[i - 1].lower() in _HASH_PATH_LABELS and _HEX.fullmatch(seg))
+    ]
+    kept = [seg for seg in segments if not _is_filler(seg)]
+    # Joined with a separator so words stay words; the separators do not count.
+    return _random_looking("-".join(kept), _MIN_REST + max(0, len(kept) - 1))
 
 
 def _high_entropy(t: _Text) -> Iterator[_Span]:
@@ -772,26 +829,33 @@ def _high_entropy(t: _Text) -> Iterator[_Span]:
     caught by its keyword, e.g. ``api_key=<uuid>``), and so are hex digests labelled
     as hashes (``commit <sha>``, ``sha256:<hex>``).
     """
-    text = t.raw
     for m in t.runs:
-        run = m.group()
-        if not _mixed(run):
-            continue
-        start = m.start()
-        if _HASH_PREFIX.match(run) or (
-            _HEX.fullmatch(run.rstrip("="))
-            and _HASH_LABEL_BEFORE.search(t.lower, max(0, start - 40), start)
-        ):
-            continue
-        # Judge the pieces between UUIDs; a UUID itself is left alone.
-        pos = start
-        for piece in _UUID.split(run):
-            if len(piece) >= _MIN_REST and _high_entropy_run(piece):
-                yield _Span(pos, pos + len(piece), "high-entropy", _FORMAT_RANKS["high-entropy"])
-            pos += len(piece)
-            uuid = _UUID.match(text, pos)
-            if uuid:
-                pos = uuid.end()
+        yield from _run_spans(t, m)
+
+
+def _run_spans(t: _Text, m: re.Match[str]) -> Iterator[_Span]:
+    """The high-entropy spans of one token-like run."""
+    run, start = m.group(), m.start()
+    if not _mixed(run):
+        return
+    if "%" in run:
+        if _high_entropy_run(unquote(run)):
+            yield _Span(start, m.end(), "high-entropy", _FORMAT_RANKS["high-entropy"])
+        return
+    if _HASH_PREFIX.match(run) or (
+        _HEX.fullmatch(run.rstrip("="))
+        and _HASH_LABEL_BEFORE.search(t.lower, max(0, start - 40), start)
+    ):
+        return
+    # Judge the pieces between UUIDs; a UUID itself is left alone.
+    pos = start
+    for piece in _UUID.split(run):
+        if len(piece) >= _MIN_REST and _high_entropy_run(piece):
+            yield _Span(pos, pos + len(piece), "high-entropy", _FORMAT_RANKS["high-entropy"])
+        pos += len(piece)
+        uuid = _UUID.match(t.raw, pos)
+        if uuid:
+            pos = uuid.end()
 
 
 _OWN_DETECTORS: tuple[Detector, ...] = (
@@ -830,10 +894,10 @@ class _DetectSecrets(NamedTuple):
 
 # How RegexBasedDetector.build_assignment_regex starts its patterns (cloudant, IBM,
 # softlayer): `key = "..."`-style rules whose match begins at most this far before
-# one of these words.
+# one of these words, which an assignment (quote, bracket, space, = or :) follows.
 _ASSIGNMENT_BEGIN = "(?:(?<=\\W)|(?<=^))"
-_ASSIGNMENT_STEM = re.compile(r"key|pw|pass|token|secret")
-_ASSIGNMENT_REACH = 24
+_ASSIGNMENT_STEM = re.compile(r"(?:password|pass|pwd|pw|key|token)(?=[\"'\] =:])")
+_ASSIGNMENT_REACH = 32
 
 
 @cache
@@ -899,12 +963,16 @@ def _detect_secrets(t: _Text) -> Iterator[_Span]:
         for m in matches:
             for g in [g for g in range(1, m.re.groups + 1) if m.group(g)] or [0]:
                 start, end = _trimmed(text, *m.span(g))
-                if end > start:
-                    yield _Span(start, end, plugin.kind, _DETECT_SECRETS_RANK)
+                if end <= start:
+                    continue
+                if plugin.kind == "url-credentials" and _is_benign(text[start:end]):
+                    continue  # {schema}://{user}:{password}@{host} is a template
+                yield _Span(start, end, plugin.kind, _DETECT_SECRETS_RANK)
     yield from _detect_secrets_keywords(t, ds)
 
 
 _DS_WINDOW = 512
+_NAME = re.compile(r"\w+")
 _QUOTE = re.compile(r"[\"'`]")
 _COMPARISON = re.compile(r"[=!]=")
 
@@ -936,6 +1004,11 @@ def _detect_secrets_keywords(t: _Text, ds: _DetectSecrets) -> Iterator[_Span]:
                 start, end = m.span(rule.group)
                 value = m.group(rule.group)
                 if (start, end) in seen or not value or _is_benign(value):
+                    continue
+                # Their keyword takes any suffix (secret_type, password_hint); like ours,
+                # the name must end in the secret word.
+                name = _NAME.match(text, m.start())
+                if not rule.value_first and (name is None or _secret_word_of(name.group()) is None):
                     continue
                 seen.add((start, end))
                 if value.startswith(("/", "~")) and _PWD.match(m.group(0)):
