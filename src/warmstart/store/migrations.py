@@ -34,7 +34,19 @@ def m001_initial(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_initial]
+def m002_evaluation_tables(conn: Connection) -> None:
+    """Evaluation experiments, their A/B runs and offline scores.
+
+    Results of ``warmstart eval`` belong beside the sessions they were measured on, and
+    an A/B experiment must survive an interruption: its finished runs are rows here, so
+    ``--resume`` can skip them.
+    """
+    from warmstart.evaluate import schema as evaluate_schema
+
+    schema.metadata.create_all(conn, tables=evaluate_schema.TABLES)
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_evaluation_tables]
 
 
 def schema_version() -> int:
