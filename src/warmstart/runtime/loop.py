@@ -51,6 +51,11 @@ WarmSource = Sequence[Mapping[str, Any]] | Callable[[str], Sequence[Mapping[str,
 
 RETRY_STATUSES = frozenset({429, 503})
 
+ReviewHook = Callable[[list[dict[str, Any]], RunResult, "Runtime"], object]
+"""Called after each final answer with the run's messages (a copy), its result and the
+runtime, e.g. :class:`warmstart.review.Reviewer`, which decides whether a background
+review is due. It must return quickly; whatever it raises is logged, never re-raised."""
+
 
 @lru_cache(maxsize=1)
 def _shared_http_client(pid: int) -> openai.DefaultHttpxClient:
@@ -137,13 +142,15 @@ class Runtime:
         record: bool = False,
         db_url: str | None = None,
         client: OpenAI | None = None,
+        reviewer: ReviewHook | None = None,
     ) -> None:
         """Resolve the endpoint (arguments, then environment) and build the client.
 
         ``min_context`` None turns the context guard off; ``context_length`` skips the
         probe. Retries happen only for 429/503 answers carrying ``Retry-After`` no longer
         than ``max_retry_wait``, at most ``max_retries`` times per request. A missing model
-        raises :class:`~warmstart.errors.ConfigError` here, before any run.
+        raises :class:`~warmstart.errors.ConfigError` here, before any run. ``reviewer``
+        (see :data:`ReviewHook`) is called after every run that ends in a final answer.
         """
         self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry.of(tools)
         self.endpoint: Endpoint = resolve_endpoint(model, base_url, api_key, provider)
@@ -165,6 +172,7 @@ class Runtime:
         self.temperature = temperature
         self.record = record
         self.db_url = db_url
+        self.reviewer = reviewer
         self.client = client or OpenAI(
             base_url=self.endpoint.base_url,
             api_key=self.endpoint.api_key,
@@ -261,6 +269,11 @@ class Runtime:
         result.ended_at = time.time()
         if self.record:
             result.record(self.db_url)
+        if self.reviewer is not None and result.stop_reason == "final_answer":
+            try:  # the review is a side service: it must never cost the caller its answer
+                self.reviewer(list(result.messages), result, self)
+            except Exception:
+                log.exception("reviewer hook failed after run %s", result.run_id)
         return result
 
     def _run(
