@@ -41,7 +41,7 @@ def test_warm_history_fits_budget_and_counts_usage(tau_store: str) -> None:
             "airline", task="change my flight", budget=budget, db=tau_store, addendum=None
         )
         validate_openai(msgs)
-        assert 0 < message_tokens(msgs) <= budget * 1.05
+        assert 0 < message_tokens(msgs) <= budget
     assert Store(tau_store).load_template("airline").usage_count == 3
 
 
@@ -123,24 +123,13 @@ def test_empty_store_build_is_a_clear_error(sqlite_url: str) -> None:
 
 
 def test_public_api_is_complete_and_sorted() -> None:
-    public = {n for n in dir(warmstart) if not n.startswith("_")} - {
-        "cli",
-        "config",
-        "errors",
-        "ingest",
-        "inject",
-        "mining",
-        "model",
-        "names",
-        "paths",
-        "sources",
-        "store",
-        "templates",
-        "tokens",
-        "integrations",
-        "runtime",
-        "gate",
-        "annotations",
+    import inspect
+
+    public = {
+        n
+        for n, v in vars(warmstart).items()
+        if not n.startswith("_") and not inspect.ismodule(v) and n != "annotations"
     }
     assert public <= set(warmstart.__all__)
+    assert all(hasattr(warmstart, n) for n in warmstart.__all__)
     assert warmstart.__all__ == sorted(warmstart.__all__, key=str)

@@ -13,9 +13,11 @@ import typer
 
 # Command groups register themselves on import.
 from warmstart.cli import demo as _demo  # noqa: F401
+from warmstart.cli import eval as _eval  # noqa: F401
 from warmstart.cli import gate as _gate  # noqa: F401
 from warmstart.cli import ingest as _ingest  # noqa: F401
 from warmstart.cli import inject as _inject  # noqa: F401
+from warmstart.cli import review as _review  # noqa: F401
 from warmstart.cli import sessions as _sessions  # noqa: F401
 from warmstart.cli import templates as _templates  # noqa: F401
 from warmstart.cli.app import app, console_err

@@ -20,6 +20,9 @@ from warmstart.mining.redact import redact_json, redact_text
 from warmstart.model import Example
 from warmstart.tokens import PER_MESSAGE, count_tokens
 
+# "\n[truncated: 123456 characters in full]" as rendered by warmstart.inject.
+TRUNCATION_NOTE_TOKENS = 12
+
 
 @dataclass
 class ToolStats:
@@ -53,9 +56,11 @@ def canonical_args(arguments: str) -> str:
 
 
 def example_tokens(ex: Example) -> int:
-    """Tokens the example costs once rendered as warm messages."""
+    """Tokens the example costs once rendered as warm messages (truncation note included)."""
     total = 3 * PER_MESSAGE + count_tokens(ex.intent) + count_tokens(ex.tool)
     total += count_tokens(ex.arguments) + count_tokens(ex.result) + 8
+    if ex.result_chars > len(ex.result):
+        total += TRUNCATION_NOTE_TOKENS
     if ex.failed_arguments is not None:
         total += 2 * PER_MESSAGE + count_tokens(ex.tool) + 8
         total += count_tokens(ex.failed_arguments) + count_tokens(ex.failed_result)
