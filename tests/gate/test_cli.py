@@ -59,24 +59,28 @@ def test_allow_and_token(gate: RunningGate) -> None:
     assert len(token) >= 40
 
 
-def test_cli_errors_are_one_line_without_traceback(auth_gate: RunningGate) -> None:
+def test_cli_refusals_raise_approval_errors(auth_gate: RunningGate) -> None:
     rid = submit(auth_gate, auth("agent-1"))
     cases = [
         (["approve", rid, "--token", TOKENS["agent-1"]], "403"),
         (["approve", "01ZZZZZZZZZZZZZZZZZZZZZZZZ", "--token", TOKENS["alice"]], "404"),
         (["pending", "--token", "wrong"], "401"),
+    ]
+    for args, needle in cases:
+        result = runner.invoke(app, ["gate", *args, "--url", auth_gate.url])
+        assert isinstance(result.exception, ApprovalError), result.output
+        assert needle in str(result.exception)
+
+
+def test_cli_errors_are_one_line_without_traceback(auth_gate: RunningGate) -> None:
+    rid = submit(auth_gate, auth("agent-1"))
+    cases = [
+        (["approve", rid, "--token", TOKENS["agent-1"], "--url", auth_gate.url], "403"),
         (["pending", "--url", "http://127.0.0.1:9"], "cannot reach"),
     ]
     for args, needle in cases:
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from warmstart.cli import main; main()",
-                "gate",
-                *args,
-                *([] if "--url" in args else ["--url", auth_gate.url]),
-            ],
+            [sys.executable, "-c", "from warmstart.cli import main; main()", "gate", *args],
             capture_output=True,
             text=True,
             timeout=60,

@@ -132,3 +132,16 @@ def test_unknown_notification_urls_are_refused() -> None:
     with pytest.raises(ConfigError, match="apprise"):
         check_urls(["nonsense://x"])
     check_urls(["tgram://123456789:abcdefg_hijklmnop/12345", "json://localhost/x"])
+
+
+def test_requests_never_notified_are_notified_after_a_restart(
+    make_settings: Any, start_gate: Any, hook: Hook
+) -> None:
+    quiet = start_gate(make_settings())  # no channel: nothing is sent
+    req = httpx.post(f"{quiet.url}/confirm", json={"action": "a", "description": "d"}).json()
+    quiet.stop()
+    loud = start_gate(make_settings(notify=[f"json://127.0.0.1:{hook.port}/h"]))
+    [message] = hook.wait(1)
+    assert req["id"] in message["message"]
+    time.sleep(0.2)
+    assert [r["data"]["ok"] for r in audit_events(loud, "notification")] == [True]

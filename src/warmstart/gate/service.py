@@ -51,8 +51,15 @@ class GateService:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Start the notifier and the expiry sweeper on the running loop."""
+        """Start the notifier and the expiry sweeper on the running loop.
+
+        Pending requests that were never notified (the gate stopped between storing one
+        and notifying about it) are notified now.
+        """
         self.notifier.start()
+        if self.settings.notify:
+            for request in await self.run_in_thread(self.store.unnotified):
+                self.notifier.enqueue(request)
         self._sweeper = asyncio.get_running_loop().create_task(
             sweep_forever(self.sweep, self.settings.sweep_interval_seconds)
         )

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from warmstart.gate import audit as audit_log
-from warmstart.gate.db import Database, keys, requests, session_allows
+from warmstart.gate.db import Database, audit, keys, requests, session_allows
 from warmstart.gate.exceptions import (
     BadInput,
     Conflict,
@@ -326,6 +326,24 @@ class GateStore:
         with self.db.read() as conn:
             rows = conn.execute(query.limit(limit)).mappings().all()
         return [GateRequest.from_row(r) for r in rows]
+
+    def unnotified(self, limit: int = 200) -> list[GateRequest]:
+        """Pending requests with no notification attempt on record (e.g. after a crash)."""
+        attempted = select(audit.c.request_id).where(
+            audit.c.event == "notification", audit.c.request_id.is_not(None)
+        )
+        query = (
+            select(requests)
+            .where(
+                requests.c.status == PENDING,
+                requests.c.expires_at > time.time(),
+                requests.c.id.not_in(attempted),
+            )
+            .order_by(requests.c.created_at)
+            .limit(limit)
+        )
+        with self.db.read() as conn:
+            return [GateRequest.from_row(r) for r in conn.execute(query).mappings()]
 
     def count_pending(self) -> int:
         """How many requests are waiting for a decision."""

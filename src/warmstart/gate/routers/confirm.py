@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query
+from fastapi.responses import JSONResponse
 
 from warmstart.gate.deps import Approver, Caller, RequestId, Service
 from warmstart.gate.schemas import (
@@ -30,6 +31,14 @@ DECIDE_ERRORS: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorOut, "description": "already decided, expired or consumed"},
 }
 
+
+def respond(
+    data: Any, status_code: int = 200, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """Send already-shaped JSON: the response model documents it, without re-validating."""
+    return JSONResponse(data, status_code=status_code, headers=headers)
+
+
 StatusFilter = Literal["pending", "approved", "denied", "expired", "consumed", "decided"]
 
 
@@ -49,11 +58,10 @@ async def submit(
     body: ConfirmIn,
     service: Service,
     caller: Caller,
-    response: Response,
     idempotency_key: Annotated[
         str | None, Header(max_length=200, pattern=r"^[\x21-\x7e]+$")
     ] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Ask for approval of one action; 202 with the request, status ``pending``."""
     requester = caller.name if service.credentials.enabled else (body.requester or "agent")
     submission = await service.submit(
@@ -66,12 +74,12 @@ async def submit(
         timeout_seconds=body.timeout_seconds,
         idempotency_key=idempotency_key,
     )
-    if not submission.created:
-        response.status_code = 200
+    headers = {}
     if submission.remaining is not None:
-        response.headers["X-RateLimit-Limit"] = str(service.policy.rate_limit)
-        response.headers["X-RateLimit-Remaining"] = str(submission.remaining)
-    return service.view(submission.request)
+        headers["X-RateLimit-Limit"] = str(service.policy.rate_limit)
+        headers["X-RateLimit-Remaining"] = str(submission.remaining)
+    status = 202 if submission.created else 200
+    return respond(service.view(submission.request), status, headers)
 
 
 @router.get("", response_model=list[RequestOut], responses=ERRORS)
@@ -80,17 +88,17 @@ async def list_requests(
     caller: Caller,
     status: StatusFilter | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-) -> list[dict[str, Any]]:
+) -> JSONResponse:
     """List requests (requesters see their own); ``status=decided`` lists final ones."""
     requester = None if caller.is_approver else caller.name
     found = await service.run(service.store.list_requests, status, requester, limit)
-    return [service.view(r) for r in found]
+    return respond([service.view(r) for r in found])
 
 
 @router.get("/{request_id}", response_model=RequestOut, responses=ERRORS)
-async def get_request(request_id: RequestId, service: Service, caller: Caller) -> dict[str, Any]:
+async def get_request(request_id: RequestId, service: Service, caller: Caller) -> JSONResponse:
     """One request and its status."""
-    return service.view(await service.get(request_id, caller))
+    return respond(service.view(await service.get(request_id, caller)))
 
 
 @router.get("/{request_id}/wait", response_model=RequestOut, responses=ERRORS)
@@ -99,10 +107,10 @@ async def wait_request(
     service: Service,
     caller: Caller,
     timeout: Annotated[float, Query(ge=0, le=300, description="seconds to wait at most")] = 30,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Long-poll until the request is decided or ``timeout`` seconds pass."""
     timeout = min(timeout, service.settings.max_wait_seconds)
-    return service.view(await service.wait(request_id, caller, timeout))
+    return respond(service.view(await service.wait(request_id, caller, timeout)))
 
 
 @router.post("/{request_id}/approve", response_model=RequestOut, responses=DECIDE_ERRORS)
@@ -111,27 +119,27 @@ async def approve(
     service: Service,
     approver: Approver,
     body: Annotated[ApproveIn | None, Body()] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Approve a pending request (not one you submitted)."""
     body = body or ApproveIn()
     actor = approver.name if service.credentials.enabled else (body.approver or "local")
     request = await service.decide(request_id, True, actor, comment=body.comment)
-    return service.view(request)
+    return respond(service.view(request))
 
 
 @router.post("/{request_id}/deny", response_model=RequestOut, responses=DECIDE_ERRORS)
 async def deny(
     request_id: RequestId, body: DenyIn, service: Service, approver: Approver
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Deny a pending request; a reason is required."""
     actor = approver.name if service.credentials.enabled else (body.approver or "local")
     request = await service.decide(request_id, False, actor, reason=body.reason)
-    return service.view(request)
+    return respond(service.view(request))
 
 
 @router.post("/{request_id}/consume", response_model=RequestOut, responses=DECIDE_ERRORS)
 async def consume(
     request_id: RequestId, body: ConsumeIn, service: Service, caller: Caller
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Mark an approval used as the action runs; a second consume gets 409."""
-    return service.view(await service.consume(request_id, body.binding_hash, caller))
+    return respond(service.view(await service.consume(request_id, body.binding_hash, caller)))
