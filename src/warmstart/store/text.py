@@ -14,6 +14,8 @@ def clean(text: str | None) -> str | None:
         return None
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
+    if text.isascii():  # fast path: ASCII holds no surrogates
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
