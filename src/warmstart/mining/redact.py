@@ -1093,6 +1093,7 @@ _MAX_PASSES = 4
 
 def _redact(text: str) -> str:
     """Run both detector stages until a pass finds nothing new."""
+    netted_clean: str | None = None  # a text the detect-secrets stage found nothing in
     for _ in range(_MAX_PASSES):
         t = _Text(text)
         if not _may_contain_secret(t):
@@ -1100,7 +1101,11 @@ def _redact(text: str) -> str:
         found = _apply(t, _OWN_DETECTORS)
         if found is not None:
             t = _Text(found)
-        netted = _apply(t, (_detect_secrets,)) if _may_contain_secret(t) else None
+        netted = None
+        if t.raw != netted_clean and _may_contain_secret(t):
+            netted = _apply(t, (_detect_secrets,))
+            if netted is None:
+                netted_clean = t.raw
         if found is None and netted is None:
             return text
         text = netted if netted is not None else t.raw
