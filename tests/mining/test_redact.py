@@ -36,7 +36,8 @@ def _b64url(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class Fake:
-    """A secret as it appears in text, the parts that must vanish, and its kind."""
+    """A secret as it appears in text, its secret parts (not the fixed prefixes every
+    key of its kind shares), and its kind."""
 
     name: str
     text: str
@@ -60,23 +61,23 @@ def github_token(rng: random.Random) -> Fake:
 
 
 def github_pat(rng: random.Random) -> Fake:
-    token = "github_pat_" + _pick(rng, ALNUM, 22) + "_" + _pick(rng, ALNUM, 59)
-    return Fake("github-pat", token, (token,), "github-token")
+    body = _pick(rng, ALNUM, 22) + "_" + _pick(rng, ALNUM, 59)
+    return Fake("github-pat", "github_pat_" + body, (body,), "github-token")
 
 
 def openai_key(rng: random.Random) -> Fake:
-    key = "sk-proj-" + _pick(rng, B64URL, 156)
-    return Fake("openai-key", key, (key,), "openai-key")
+    body = _pick(rng, B64URL, 156)
+    return Fake("openai-key", "sk-proj-" + body, (body,), "openai-key")
 
 
 def openai_legacy_key(rng: random.Random) -> Fake:
-    key = "sk-" + _pick(rng, ALNUM, 20) + "T3BlbkFJ" + _pick(rng, ALNUM, 20)
-    return Fake("openai-legacy", key, (key,), "openai-key")
+    head, tail = _pick(rng, ALNUM, 20), _pick(rng, ALNUM, 20)
+    return Fake("openai-legacy", f"sk-{head}T3BlbkFJ{tail}", (head, tail), "openai-key")
 
 
 def anthropic_key(rng: random.Random) -> Fake:
-    key = "sk-ant-api03-" + _pick(rng, B64URL, 93) + "AA"
-    return Fake("anthropic-key", key, (key,), "anthropic-key")
+    body = _pick(rng, B64URL, 93)
+    return Fake("anthropic-key", f"sk-ant-api03-{body}AA", (body,), "anthropic-key")
 
 
 def slack_token(rng: random.Random) -> Fake:
@@ -96,8 +97,8 @@ def slack_webhook(rng: random.Random) -> Fake:
 def jwt(rng: random.Random) -> Fake:
     header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
     claims = {"sub": f"user_{rng.randrange(10**6)}", "iat": 1714000000, "exp": 1714003600}
-    token = f"{header}.{_b64url(json.dumps(claims).encode())}.{_b64url(rng.randbytes(32))}"
-    return Fake("jwt", token, (token,), "jwt")
+    payload, signature = _b64url(json.dumps(claims).encode()), _b64url(rng.randbytes(32))
+    return Fake("jwt", f"{header}.{payload}.{signature}", (payload, signature), "jwt")
 
 
 def pem_block(rng: random.Random, label: str = "RSA PRIVATE KEY") -> Fake:
