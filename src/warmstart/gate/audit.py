@@ -12,17 +12,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, select
 
-from warmstart.gate.db import GENESIS_HASH, Database, audit, audit_head
+from warmstart.gate.db import GENESIS_HASH, Database, Raw, audit, audit_head
 from warmstart.gate.security import canonical_json, format_ts
 
 BATCH = 1000
 
-# Built once: constructing statements costs more than running them on SQLite.
-HEAD = select(audit_head.c.seq, audit_head.c.hash).where(audit_head.c.id == 1)
-INSERT_ROW = insert(audit)
-MOVE_HEAD = update(audit_head).where(audit_head.c.id == 1)
+# Hot-path SQL (run through db.Raw): every submission and decision appends a row.
+HEAD_SQL = "SELECT seq, hash FROM gate_audit_head WHERE id = 1"
+INSERT_SQL = (
+    "INSERT INTO gate_audit (seq, at, event, request_id, actor, data_json, prev_hash, hash) "
+    "VALUES (:seq, :at, :event, :request_id, :actor, :data_json, :prev_hash, :hash)"
+)
+MOVE_HEAD_SQL = "UPDATE gate_audit_head SET seq = :seq, hash = :hash WHERE id = 1"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def row_hash(prev_hash: str, row: dict[str, Any]) -> str:
 
 
 def append(
-    conn: Connection,
+    conn: Connection | Raw,
     event: str,
     actor: str,
     request_id: str | None = None,
@@ -56,18 +59,20 @@ def append(
     now: float | None = None,
 ) -> int:
     """Append one row inside the caller's write transaction; returns its seq."""
-    head = conn.execute(HEAD).one()
+    raw = conn if isinstance(conn, Raw) else Raw(conn, conn.dialect.name == "sqlite")
+    head = raw.first(HEAD_SQL, {})
+    assert head is not None, "gate_audit_head has no row: the database was not migrated"
     row = {
-        "seq": head.seq + 1,
+        "seq": head["seq"] + 1,
         "at": round(time.time() if now is None else now, 6),
         "event": event,
         "request_id": request_id,
         "actor": actor,
         "data_json": canonical_json(data or {}),
     }
-    digest = row_hash(head.hash, row)
-    conn.execute(INSERT_ROW, {**row, "prev_hash": head.hash, "hash": digest})
-    conn.execute(MOVE_HEAD, {"seq": row["seq"], "hash": digest})
+    digest = row_hash(head["hash"], row)
+    raw.execute(INSERT_SQL, {**row, "prev_hash": head["hash"], "hash": digest})
+    raw.execute(MOVE_HEAD_SQL, {"seq": row["seq"], "hash": digest})
     return int(row["seq"])
 
 

@@ -1,15 +1,16 @@
 """FastAPI dependencies as ``Annotated`` aliases: the service and the authenticated caller.
 
-They are ``async`` on purpose: FastAPI runs plain ``def`` dependencies in a worker
-thread, which costs more than the work they do.
+A request resolves at most two of them (every dependency costs FastAPI work on each
+request), and they are ``async``: FastAPI would run a plain ``def`` in a worker thread.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from warmstart.gate.exceptions import Forbidden, NotFound, Unauthorized
@@ -30,35 +31,41 @@ async def get_service(request: Request) -> GateService:
 Service = Annotated[GateService, Depends(get_service)]
 
 
-async def get_caller(
-    service: Service,
+@dataclass(frozen=True)
+class Context:
+    """The gate service and the principal calling it."""
+
+    service: GateService
+    caller: Principal
+
+
+async def get_context(
+    request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-) -> Principal:
-    """The principal behind the bearer token (everyone is ``local`` without tokens)."""
+) -> Context:
+    """Authenticate the bearer token (everyone is ``local`` without tokens)."""
+    service: GateService = request.app.state.gate
     principal = service.credentials.authenticate(credentials.credentials if credentials else None)
     if principal is None:
         raise Unauthorized("missing or invalid token: send 'Authorization: Bearer TOKEN'")
-    return principal
+    return Context(service, principal)
 
 
-Caller = Annotated[Principal, Depends(get_caller)]
+Caller = Annotated[Context, Depends(get_context)]
 
 
-async def get_approver(caller: Caller) -> Principal:
-    """The caller, who must hold an approver token."""
-    if not caller.is_approver:
+async def get_approver(ctx: Caller) -> Context:
+    """The context of a caller holding an approver token."""
+    if not ctx.caller.is_approver:
         raise Forbidden("an approver token is needed for this")
-    return caller
+    return ctx
 
 
-Approver = Annotated[Principal, Depends(get_approver)]
+Approver = Annotated[Context, Depends(get_approver)]
 
 
-async def get_request_id(request_id: Annotated[str, Path(description="request id (ULID)")]) -> str:
+def checked_id(request_id: str) -> str:
     """A request id; anything that is not a ULID cannot exist."""
     if not ID_RE.match(request_id):
         raise NotFound(f"no request {request_id[:40]!r}")
     return request_id
-
-
-RequestId = Annotated[str, Depends(get_request_id)]

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import func, insert, select
 
 from warmstart.gate import audit as audit_log
-from warmstart.gate.db import Database, audit, keys, requests, session_allows
+from warmstart.gate.db import Database, Raw, audit, keys, requests, session_allows
 from warmstart.gate.exceptions import (
     BadInput,
     Conflict,
@@ -38,35 +38,46 @@ CONSUMED = "consumed"
 STATUSES = (PENDING, APPROVED, DENIED, EXPIRED, CONSUMED)
 DECIDED = (APPROVED, DENIED, EXPIRED, CONSUMED)
 
-# Hot-path statements, built once (building costs more than running them on SQLite).
-# Where-clause parameters are prefixed ``b_``; other keys become SET columns.
-BY_ID = select(requests).where(requests.c.id == bindparam("b_id"))
-BY_IDEMPOTENCY_KEY = select(requests).where(
-    requests.c.requester == bindparam("b_requester"),
-    requests.c.idempotency_key == bindparam("b_key"),
+# Hot-path SQL, run through db.Raw (see there). ``b_`` marks where-clause parameters.
+COLUMNS = (
+    "id, action, description, details_json, requester, session_key, status, created_at, "
+    "expires_at, timeout_seconds, binding_hash, decided_at, decided_by, reason, comment, "
+    "consumed_at, idempotency_key, body_hash"
 )
-RATE_WINDOW = select(func.count(), func.min(requests.c.created_at)).where(
-    requests.c.requester == bindparam("b_requester"),
-    requests.c.action == bindparam("b_action"),
-    requests.c.created_at > bindparam("b_since"),
+BY_ID = f"SELECT {COLUMNS} FROM gate_requests WHERE id = :b_id"
+BY_IDEMPOTENCY_KEY = (
+    f"SELECT {COLUMNS} FROM gate_requests WHERE requester = :b_requester "
+    "AND idempotency_key = :b_key"
 )
-PENDING_OF = select(func.count()).where(
-    requests.c.requester == bindparam("b_requester"),
-    requests.c.status == PENDING,
-    requests.c.expires_at > bindparam("b_now"),
+RATE_WINDOW = (
+    "SELECT count(*), min(created_at) FROM gate_requests WHERE requester = :b_requester "
+    "AND action = :b_action AND created_at > :b_since"
 )
-SESSION_ALLOWS = select(session_allows.c.action).where(
-    session_allows.c.session_key == bindparam("b_session"),
-    session_allows.c.action == bindparam("b_action"),
+PENDING_OF = (
+    "SELECT count(*) FROM gate_requests WHERE requester = :b_requester "
+    "AND status = 'pending' AND expires_at > :b_now"
 )
-INSERT_REQUEST = insert(requests)
-CHANGE_IF = update(requests).where(
-    requests.c.id == bindparam("b_id"), requests.c.status == bindparam("b_status")
+SESSION_ALLOWS = (
+    "SELECT action FROM gate_session_allows WHERE session_key = :b_session AND action = :b_action"
 )
-EXPIRE_IF_DUE = update(requests).where(
-    requests.c.id == bindparam("b_id"),
-    requests.c.status == PENDING,
-    requests.c.expires_at <= bindparam("b_now"),
+INSERT_REQUEST = (
+    f"INSERT INTO gate_requests ({COLUMNS}) VALUES ("
+    + ", ".join(f":{c.strip()}" for c in COLUMNS.split(","))
+    + ")"
+)
+DECIDE = (
+    "UPDATE gate_requests SET status = :status, decided_at = :decided_at, "
+    "decided_by = :decided_by, reason = :reason, comment = :comment "
+    "WHERE id = :b_id AND status = 'pending'"
+)
+CONSUME = (
+    "UPDATE gate_requests SET status = :status, consumed_at = :consumed_at "
+    "WHERE id = :b_id AND status = 'approved'"
+)
+EXPIRE_IF_DUE = (
+    "UPDATE gate_requests SET status = :status, decided_at = :decided_at, "
+    "decided_by = :decided_by, reason = :reason "
+    "WHERE id = :b_id AND status = 'pending' AND expires_at <= :b_now"
 )
 
 
@@ -182,14 +193,10 @@ class GateStore:
                 }
             ).encode()
         ).hexdigest()
-        with self.db.write() as conn:
+        with self.db.write_raw() as conn:
             if idempotency_key is not None:
-                row = (
-                    conn.execute(
-                        BY_IDEMPOTENCY_KEY, {"b_requester": requester, "b_key": idempotency_key}
-                    )
-                    .mappings()
-                    .first()
+                row = conn.first(
+                    BY_IDEMPOTENCY_KEY, {"b_requester": requester, "b_key": idempotency_key}
                 )
                 if row is not None:
                     if row["body_hash"] != body_hash:
@@ -203,6 +210,11 @@ class GateStore:
             auto = self._auto_approval(conn, action, session_key)
             request_id = new_id()
             values: dict[str, Any] = {
+                "decided_at": None,
+                "decided_by": None,
+                "reason": None,
+                "comment": None,
+                "consumed_at": None,
                 "id": request_id,
                 "action": action,
                 "description": description,
@@ -239,9 +251,7 @@ class GateStore:
                 audit_log.append(conn, "auto_approved", auto, request_id, {"action": action}, now)
         return Submission(GateRequest.from_row(values), created=True, remaining=remaining)
 
-    def _check_limits(
-        self, conn: Connection, action: str, requester: str, now: float
-    ) -> int | None:
+    def _check_limits(self, conn: Raw, action: str, requester: str, now: float) -> int | None:
         policy = self.policy
         remaining: int | None = None
         if policy.rate_limit > 0:
@@ -252,7 +262,7 @@ class GateStore:
                     "b_action": action,
                     "b_since": now - policy.window_seconds,
                 },
-            ).one()
+            ).fetchone()
             if count >= policy.rate_limit:
                 retry = max(1, int((oldest or now) + policy.window_seconds - now) + 1)
                 raise RateLimited(
@@ -264,7 +274,7 @@ class GateStore:
                     retry_after_seconds=retry,
                 )
             remaining = policy.rate_limit - count - 1
-        pending = conn.execute(PENDING_OF, {"b_requester": requester, "b_now": now}).scalar_one()
+        pending = conn.value(PENDING_OF, {"b_requester": requester, "b_now": now})
         if pending >= policy.max_pending:
             raise RateLimited(
                 f"{requester!r} already has {pending} pending requests "
@@ -276,16 +286,14 @@ class GateStore:
             )
         return remaining
 
-    def _auto_approval(self, conn: Connection, action: str, session_key: str | None) -> str | None:
+    def _auto_approval(self, conn: Raw, action: str, session_key: str | None) -> str | None:
         """``auto:global`` or ``auto:session`` when an allow-list approves the action."""
         if self.policy.is_high_risk(action):
             return None
         if action in self.policy.auto_approve:
             return "auto:global"
         if session_key is not None:
-            hit = conn.execute(
-                SESSION_ALLOWS, {"b_session": session_key, "b_action": action}
-            ).first()
+            hit = conn.value(SESSION_ALLOWS, {"b_session": session_key, "b_action": action})
             if hit is not None:
                 return "auto:session"
         return None
@@ -294,8 +302,8 @@ class GateStore:
     def get(self, request_id: str, now: float | None = None) -> GateRequest:
         """The request, expired first if its deadline has passed; NotFound if unknown."""
         now = time.time() if now is None else now
-        with self.db.read() as conn:
-            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
+        with self.db.read_raw() as conn:
+            row = conn.first(BY_ID, {"b_id": request_id})
         if row is None:
             raise NotFound(f"no request {request_id}")
         record = GateRequest.from_row(row)
@@ -367,8 +375,8 @@ class GateStore:
         now = time.time() if now is None else now
         if not approve and not (reason and reason.strip()):
             raise BadInput("a denial needs a reason")
-        with self.db.write() as conn:
-            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
+        with self.db.write_raw() as conn:
+            row = conn.first(BY_ID, {"b_id": request_id})
             if row is None:
                 raise NotFound(f"no request {request_id}")
             overdue = row["status"] == PENDING and row["expires_at"] <= now
@@ -388,9 +396,7 @@ class GateStore:
                     "reason": None if approve else reason,
                     "comment": comment,
                 }
-                changed = conn.execute(
-                    CHANGE_IF, {"b_id": request_id, "b_status": PENDING, **changes}
-                ).rowcount
+                changed = conn.rowcount(DECIDE, {"b_id": request_id, **changes})
                 if changed != 1:
                     raise Conflict(f"request {request_id} was decided by someone else")
                 data: dict[str, Any] = {"action": row["action"]}
@@ -412,8 +418,8 @@ class GateStore:
     ) -> GateRequest:
         """Mark an approved request used; a second consume is refused with Conflict."""
         now = time.time() if now is None else now
-        with self.db.write() as conn:
-            row = conn.execute(BY_ID, {"b_id": request_id}).mappings().first()
+        with self.db.write_raw() as conn:
+            row = conn.first(BY_ID, {"b_id": request_id})
             if row is None or (requester is not None and row["requester"] != requester):
                 raise NotFound(f"no request {request_id}")
             if row["status"] == CONSUMED:
@@ -430,9 +436,7 @@ class GateStore:
                     status=APPROVED,
                 )
             changes = {"status": CONSUMED, "consumed_at": now}
-            changed = conn.execute(
-                CHANGE_IF, {"b_id": request_id, "b_status": APPROVED, **changes}
-            ).rowcount
+            changed = conn.rowcount(CONSUME, {"b_id": request_id, **changes})
             if changed != 1:
                 raise Conflict(f"request {request_id} was already consumed", status=CONSUMED)
             audit_log.append(
@@ -457,7 +461,7 @@ class GateStore:
         if not rows:
             return []
         done = []
-        with self.db.write() as conn:
+        with self.db.write_raw() as conn:
             for row in rows:
                 if self._expire_in(conn, row["id"], now):
                     done.append(GateRequest.from_row({**row, **self._expired(now)}))
@@ -468,13 +472,13 @@ class GateStore:
         return {"status": EXPIRED, "decided_at": now, "decided_by": "gate", "reason": "timed out"}
 
     def _expire(self, request_id: str, now: float) -> bool:
-        with self.db.write() as conn:
+        with self.db.write_raw() as conn:
             return self._expire_in(conn, request_id, now)
 
-    def _expire_in(self, conn: Connection, request_id: str, now: float) -> bool:
-        changed = conn.execute(
+    def _expire_in(self, conn: Raw, request_id: str, now: float) -> bool:
+        changed = conn.rowcount(
             EXPIRE_IF_DUE, {"b_id": request_id, "b_now": now, **self._expired(now)}
-        ).rowcount
+        )
         if changed == 1:
             audit_log.append(conn, "expired", "gate", request_id, {}, now)
             return True

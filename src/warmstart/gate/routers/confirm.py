@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import JSONResponse
 
-from warmstart.gate.deps import Approver, Caller, RequestId, Service
+from warmstart.gate.deps import Approver, Caller, checked_id
 from warmstart.gate.schemas import (
     ApproveIn,
     ConfirmIn,
@@ -56,13 +56,13 @@ StatusFilter = Literal["pending", "approved", "denied", "expired", "consumed", "
 )
 async def submit(
     body: ConfirmIn,
-    service: Service,
-    caller: Caller,
+    ctx: Caller,
     idempotency_key: Annotated[
         str | None, Header(max_length=200, pattern=r"^[\x21-\x7e]+$")
     ] = None,
 ) -> JSONResponse:
     """Ask for approval of one action; 202 with the request, status ``pending``."""
+    service, caller = ctx.service, ctx.caller
     requester = caller.name if service.credentials.enabled else (body.requester or "agent")
     submission = await service.submit(
         caller,
@@ -84,62 +84,62 @@ async def submit(
 
 @router.get("", response_model=list[RequestOut], responses=ERRORS)
 async def list_requests(
-    service: Service,
-    caller: Caller,
+    ctx: Caller,
     status: StatusFilter | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> JSONResponse:
     """List requests (requesters see their own); ``status=decided`` lists final ones."""
+    service, caller = ctx.service, ctx.caller
     requester = None if caller.is_approver else caller.name
     found = await service.run(service.store.list_requests, status, requester, limit)
     return respond([service.view(r) for r in found])
 
 
 @router.get("/{request_id}", response_model=RequestOut, responses=ERRORS)
-async def get_request(request_id: RequestId, service: Service, caller: Caller) -> JSONResponse:
+async def get_request(request_id: str, ctx: Caller) -> JSONResponse:
     """One request and its status."""
-    return respond(service.view(await service.get(request_id, caller)))
+    service = ctx.service
+    return respond(service.view(await service.get(checked_id(request_id), ctx.caller)))
 
 
 @router.get("/{request_id}/wait", response_model=RequestOut, responses=ERRORS)
 async def wait_request(
-    request_id: RequestId,
-    service: Service,
-    caller: Caller,
+    request_id: str,
+    ctx: Caller,
     timeout: Annotated[float, Query(ge=0, le=300, description="seconds to wait at most")] = 30,
 ) -> JSONResponse:
     """Long-poll until the request is decided or ``timeout`` seconds pass."""
+    service = ctx.service
     timeout = min(timeout, service.settings.max_wait_seconds)
-    return respond(service.view(await service.wait(request_id, caller, timeout)))
+    request = await service.wait(checked_id(request_id), ctx.caller, timeout)
+    return respond(service.view(request))
 
 
 @router.post("/{request_id}/approve", response_model=RequestOut, responses=DECIDE_ERRORS)
 async def approve(
-    request_id: RequestId,
-    service: Service,
-    approver: Approver,
+    request_id: str,
+    ctx: Approver,
     body: Annotated[ApproveIn | None, Body()] = None,
 ) -> JSONResponse:
     """Approve a pending request (not one you submitted)."""
-    body = body or ApproveIn()
-    actor = approver.name if service.credentials.enabled else (body.approver or "local")
-    request = await service.decide(request_id, True, actor, comment=body.comment)
+    service, body = ctx.service, body or ApproveIn()
+    actor = ctx.caller.name if service.credentials.enabled else (body.approver or "local")
+    request = await service.decide(checked_id(request_id), True, actor, comment=body.comment)
     return respond(service.view(request))
 
 
 @router.post("/{request_id}/deny", response_model=RequestOut, responses=DECIDE_ERRORS)
-async def deny(
-    request_id: RequestId, body: DenyIn, service: Service, approver: Approver
-) -> JSONResponse:
+async def deny(request_id: str, body: DenyIn, ctx: Approver) -> JSONResponse:
     """Deny a pending request; a reason is required."""
-    actor = approver.name if service.credentials.enabled else (body.approver or "local")
-    request = await service.decide(request_id, False, actor, reason=body.reason)
+    service = ctx.service
+    actor = ctx.caller.name if service.credentials.enabled else (body.approver or "local")
+    request = await service.decide(checked_id(request_id), False, actor, reason=body.reason)
     return respond(service.view(request))
 
 
 @router.post("/{request_id}/consume", response_model=RequestOut, responses=DECIDE_ERRORS)
-async def consume(
-    request_id: RequestId, body: ConsumeIn, service: Service, caller: Caller
-) -> JSONResponse:
+async def consume(request_id: str, body: ConsumeIn, ctx: Caller) -> JSONResponse:
     """Mark an approval used as the action runs; a second consume gets 409."""
-    return respond(service.view(await service.consume(request_id, body.binding_hash, caller)))
+    service = ctx.service
+    request = await service.consume(checked_id(request_id), body.binding_hash, ctx.caller)
+    return respond(service.view(request))

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from warmstart.gate.deps import Approver, Service
+from warmstart.gate.deps import Approver
 from warmstart.gate.routers.confirm import ERRORS
 
 router = APIRouter(tags=["events"])
@@ -21,8 +21,9 @@ KEEPALIVE_SECONDS = 15.0
     response_class=StreamingResponse,
     responses={**ERRORS, 200: {"content": {"text/event-stream": {}}, "description": "stream"}},
 )
-async def events(service: Service, _approver: Approver) -> StreamingResponse:
+async def events(ctx: Approver) -> StreamingResponse:
     """Stream ``submitted``, ``approved``, ``denied``, ``expired`` and ``consumed`` events."""
+    service = ctx.service
     queue = service.hub.subscribe()
 
     async def stream() -> AsyncIterator[str]:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from warmstart.gate.deps import Approver, Service
+from warmstart.gate.deps import Approver
 from warmstart.gate.routers.confirm import ERRORS
 from warmstart.gate.schemas import AllowIn, AllowOut, clean_text
 
@@ -16,20 +16,19 @@ SessionKey = Annotated[str, Path(min_length=1, max_length=200)]
 
 
 @router.get("/{session_key}/allow", response_model=AllowOut, responses=ERRORS)
-async def allowed(session_key: SessionKey, service: Service, _approver: Approver) -> dict[str, Any]:
+async def allowed(session_key: SessionKey, ctx: Approver) -> dict[str, Any]:
     """Actions auto-approved for this session."""
     key = _clean_key(session_key)
-    actions = await service.run(service.store.session_allowed, key)
+    actions = await ctx.service.run(ctx.service.store.session_allowed, key)
     return {"session_key": key, "actions": actions}
 
 
 @router.post("/{session_key}/allow", response_model=AllowOut, responses=ERRORS)
-async def allow(
-    session_key: SessionKey, body: AllowIn, service: Service, approver: Approver
-) -> dict[str, Any]:
+async def allow(session_key: SessionKey, body: AllowIn, ctx: Approver) -> dict[str, Any]:
     """Auto-approve these actions for this session (never high-risk ones); audited."""
     key = _clean_key(session_key)
-    actions = await service.run(service.store.allow_session, key, body.actions, approver.name)
+    store = ctx.service.store
+    actions = await ctx.service.run(store.allow_session, key, body.actions, ctx.caller.name)
     return {"session_key": key, "actions": actions}
 
 
