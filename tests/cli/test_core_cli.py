@@ -99,6 +99,8 @@ def test_ingest_build_inject_round_trip(db: str, tau_sample: Path, tmp_path: Pat
         (["sessions", "show", "nope"], "no session 'nope'"),
         (["templates", "import", "/nonexistent.json"], "cannot read"),
         (["build", "x", "--type", "cooking"], "unknown task type"),
+        (["inject"], "Missing argument"),
+        (["sessions", "list", "--limit", "abc"], "Invalid value for '--limit'"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: list[str], message: str, db: str) -> None:

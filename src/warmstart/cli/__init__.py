@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
-
 # Command groups register themselves on import.
 from warmstart.cli import demo as _demo  # noqa: F401
 from warmstart.cli import eval as _eval  # noqa: F401
@@ -27,29 +25,19 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script.
+
+    Click's standalone mode handles usage errors (a short message, exit 2); library
+    errors are turned into one red line and exit 1 here.
+    """
     if os.environ.get("WARMSTART_RAISE_ERRORS"):
         app()
         return
     try:
-        code = app(standalone_mode=False)
+        app()
     except WarmstartError as exc:
         console_err.print(f"[red]error:[/red] {exc}", highlight=False)
         sys.exit(1)
-    except typer.Abort:
-        console_err.print("[red]aborted[/red]")
-        sys.exit(130)
     except KeyboardInterrupt:
         console_err.print("[red]interrupted[/red]")
         sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    if isinstance(code, int) and code:
-        sys.exit(code)
