@@ -22,7 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -40,6 +43,69 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class Http:
+    """A minimal keep-alive HTTP/1.1 JSON client on asyncio streams.
+
+    The load generator shares two cores with the gate; a general-purpose client such
+    as httpx spends more CPU per request than the gate does, and the benchmark would
+    then measure the client. Responses must carry Content-Length (the gate's do).
+    """
+
+    def __init__(self, host: str, port: int, headers: dict[str, str]) -> None:
+        self.host, self.port = host, port
+        self.extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        payload = json.dumps(body).encode() if body is not None else b""
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n{self.extra}"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + payload)
+        assert self.reader is not None
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        data = await self.reader.readexactly(length)
+        return status, json.loads(data) if data else None
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+
+
+async def sse_events(host: str, port: int, headers: dict[str, str]) -> AsyncIterator[str]:
+    """Yield ``event: ...``/``data: ...`` blocks of /events (chunked transfer)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    writer.write(f"GET /events HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
+    try:
+        await reader.readuntil(b"\r\n\r\n")
+        pending = b""
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+            if size == 0:
+                return
+            pending += await reader.readexactly(size)
+            await reader.readexactly(2)
+            *blocks, pending = pending.split(b"\n\n")
+            for block in blocks:
+                yield block.decode()
+    finally:
+        writer.close()
 
 
 def start_server(db_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -61,60 +127,68 @@ def start_server(db_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit(f"the gate did not start: {log.read_text()[-2000:]}")
 
 
-async def decider(url: str, headers: dict[str, str], workers: int, ready: asyncio.Event) -> None:
+async def decider(
+    host: str, port: int, headers: dict[str, str], workers: int, ready: asyncio.Event
+) -> None:
     """Follow /events and approve every submitted request."""
     queue: asyncio.Queue[str] = asyncio.Queue()
-    limits = httpx.Limits(max_connections=workers + 2)
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits) as http:
 
-        async def approve_loop() -> None:
+    async def approve_loop() -> None:
+        http = Http(host, port, headers)
+        try:
             while True:
                 request_id = await queue.get()
-                resp = await http.post(f"/confirm/{request_id}/approve", json={})
-                if resp.status_code not in (200, 409):
-                    print(f"approve {request_id}: {resp.status_code} {resp.text}", file=sys.stderr)
-
-        tasks = [asyncio.create_task(approve_loop()) for _ in range(workers)]
-        try:
-            async with http.stream("GET", "/events", timeout=None) as stream:
-                kind = ""
-                async for line in stream.aiter_lines():
-                    if line.startswith(": connected"):
-                        ready.set()
-                    elif line.startswith("event: "):
-                        kind = line[7:]
-                    elif line.startswith("data: ") and kind == "submitted":
-                        request = json.loads(line[6:])
-                        if request["status"] == "pending":
-                            queue.put_nowait(request["id"])
+                status, body = await http.request("POST", f"/confirm/{request_id}/approve", {})
+                if status not in (200, 409):
+                    print(f"approve {request_id}: {status} {body}", file=sys.stderr)
         finally:
-            for task in tasks:
-                task.cancel()
+            await http.close()
+
+    tasks = [asyncio.create_task(approve_loop()) for _ in range(workers)]
+    try:
+        async for block in sse_events(host, port, headers):
+            if ": connected" in block:
+                ready.set()
+            if block.startswith("event: submitted"):
+                data = json.loads(block.rsplit("data: ", 1)[1])
+                if data["status"] == "pending":
+                    queue.put_nowait(data["id"])
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 async def agent(
-    http: httpx.AsyncClient, jobs: asyncio.Queue[int], latencies: list[float], lost: list[str]
+    host: str,
+    port: int,
+    headers: dict[str, str],
+    jobs: asyncio.Queue[int],
+    latencies: list[float],
+    lost: list[str],
 ) -> None:
     """Submit, then long-poll until decided; repeat until the jobs run out."""
-    while True:
-        try:
-            n = jobs.get_nowait()
-        except asyncio.QueueEmpty:
-            return
-        started = time.perf_counter()
-        body = {"action": "deploy_production", "description": f"bench {n}", "details": {"n": n}}
-        resp = await http.post("/confirm", json=body)
-        if resp.status_code != 202:
-            lost.append(f"submit {n}: {resp.status_code}")
-            continue
-        view = resp.json()
-        deadline = time.monotonic() + 60
-        while view["status"] == "pending" and time.monotonic() < deadline:
-            view = (await http.get(f"/confirm/{view['id']}/wait", params={"timeout": 30})).json()
-        if view["status"] == "approved":
-            latencies.append(time.perf_counter() - started)
-        else:
-            lost.append(f"{view['id']}: {view['status']}")
+    http = Http(host, port, headers)
+    try:
+        while True:
+            try:
+                n = jobs.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            started = time.perf_counter()
+            body = {"action": "deploy_production", "description": f"bench {n}", "details": {"n": n}}
+            status, view = await http.request("POST", "/confirm", body)
+            if status != 202:
+                lost.append(f"submit {n}: {status} {view}")
+                continue
+            deadline = time.monotonic() + 60
+            while view["status"] == "pending" and time.monotonic() < deadline:
+                _, view = await http.request("GET", f"/confirm/{view['id']}/wait?timeout=30")
+            if view["status"] == "approved":
+                latencies.append(time.perf_counter() - started)
+            else:
+                lost.append(f"{view['id']}: {view['status']}")
+    finally:
+        await http.close()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -135,23 +209,25 @@ async def run(
     server_pid: int | None = None,
 ) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     ready = asyncio.Event()
-    decide_task = asyncio.create_task(decider(url, headers, deciders, ready))
+    decide_task = asyncio.create_task(decider(host, port, headers, deciders, ready))
     await asyncio.wait_for(ready.wait(), 10)
     jobs: asyncio.Queue[int] = asyncio.Queue()
     for n in range(requests):
         jobs.put_nowait(n)
     latencies: list[float] = []
     lost: list[str] = []
-    limits = httpx.Limits(max_connections=clients + 2, max_keepalive_connections=clients + 2)
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=90, limits=limits) as http:
-        started = time.perf_counter()
-        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
-        self_before = time.process_time()
-        await asyncio.gather(*(agent(http, jobs, latencies, lost) for _ in range(clients)))
-        elapsed = time.perf_counter() - started
-        server_cpu = cpu_seconds(server_pid) - cpu_before if server_pid else 0.0
-        client_cpu = time.process_time() - self_before
+    started = time.perf_counter()
+    cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
+    self_before = time.process_time()
+    await asyncio.gather(
+        *(agent(host, port, headers, jobs, latencies, lost) for _ in range(clients))
+    )
+    elapsed = time.perf_counter() - started
+    server_cpu = cpu_seconds(server_pid) - cpu_before if server_pid else 0.0
+    client_cpu = time.process_time() - self_before
     decide_task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await decide_task

@@ -13,16 +13,23 @@ from typing import Any
 QUEUE_SIZE = 1000
 
 
+class Waiter(asyncio.Event):
+    """An event set when a request changes, carrying the request's new view."""
+
+    view: dict[str, Any] | None = None
+
+
 class Hub:
     """Publishes events to subscribers and wakes waiters on a request id."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[str, set[Waiter]] = {}
         self._subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
 
     def publish(self, kind: str, request: dict[str, Any]) -> None:
         """Announce a new or changed request."""
         for waiter in self._waiters.get(request["id"], ()):
+            waiter.view = request
             waiter.set()
         event = {"event": kind, "request": request}
         for queue in list(self._subscribers):
@@ -31,13 +38,13 @@ class Hub:
             except asyncio.QueueFull:  # a stalled client loses its stream, not the server
                 self._subscribers.discard(queue)
 
-    def waiter(self, request_id: str) -> asyncio.Event:
+    def waiter(self, request_id: str) -> Waiter:
         """An event set when ``request_id`` changes; release it with :meth:`release`."""
-        event = asyncio.Event()
+        event = Waiter()
         self._waiters.setdefault(request_id, set()).add(event)
         return event
 
-    def release(self, request_id: str, event: asyncio.Event) -> None:
+    def release(self, request_id: str, event: Waiter) -> None:
         """Forget a waiter."""
         waiters = self._waiters.get(request_id)
         if waiters is not None:

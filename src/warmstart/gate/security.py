@@ -9,6 +9,7 @@ asked for. Links in notifications carry an HMAC keyed by the gate's own secret.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -66,6 +67,7 @@ def canonical_json(value: Any) -> str:
     )
 
 
+@functools.lru_cache(maxsize=8192)
 def format_ts(ts: float) -> str:
     """A UTC timestamp in ISO 8601 with milliseconds and a ``Z``."""
     ms = round(ts * 1000)

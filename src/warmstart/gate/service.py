@@ -122,8 +122,8 @@ class GateService:
         self.check_visible(request, caller)
         return request
 
-    async def wait(self, request_id: str, caller: Principal, timeout: float) -> GateRequest:
-        """Long-poll: return once the request is decided or ``timeout`` seconds passed."""
+    async def wait(self, request_id: str, caller: Principal, timeout: float) -> dict[str, Any]:
+        """Long-poll: the request's view once it is decided or ``timeout`` seconds passed."""
         deadline = time.monotonic() + timeout
         while True:
             waiter = self.hub.waiter(request_id)
@@ -131,11 +131,14 @@ class GateService:
                 request = await self.get(request_id, caller)
                 left = deadline - time.monotonic()
                 if request.status != PENDING or left <= 0:
-                    return request
+                    return self.view(request)
                 until_expiry = request.expires_at - time.time() + 0.05
                 pause = max(0.01, min(left, until_expiry, RECHECK_SECONDS))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.wait(), pause)
+                    async with asyncio.timeout(pause):
+                        await waiter.wait()
+                if waiter.view is not None and waiter.view["status"] != PENDING:
+                    return waiter.view  # what the decider just published
             finally:
                 self.hub.release(request_id, waiter)
 

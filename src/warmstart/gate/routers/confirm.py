@@ -111,8 +111,7 @@ async def wait_request(
     """Long-poll until the request is decided or ``timeout`` seconds pass."""
     service = ctx.service
     timeout = min(timeout, service.settings.max_wait_seconds)
-    request = await service.wait(checked_id(request_id), ctx.caller, timeout)
-    return respond(service.view(request))
+    return respond(await service.wait(checked_id(request_id), ctx.caller, timeout))
 
 
 @router.post("/{request_id}/approve", response_model=RequestOut, responses=DECIDE_ERRORS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -14,6 +15,11 @@ from warmstart.gate.routers.confirm import ERRORS
 
 router = APIRouter(tags=["events"])
 KEEPALIVE_SECONDS = 15.0
+
+
+def _format(item: dict[str, Any]) -> str:
+    data = json.dumps(item["request"], separators=(",", ":"))
+    return f"event: {item['event']}\nid: {item['request']['id']}\ndata: {data}\n\n"
 
 
 @router.get(
@@ -31,14 +37,18 @@ async def events(ctx: Approver) -> StreamingResponse:
             yield "retry: 2000\n: connected\n\n"
             while service.hub.is_subscribed(queue):
                 try:
-                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    async with asyncio.timeout(KEEPALIVE_SECONDS):
+                        items = [await queue.get()]
                 except TimeoutError:
                     yield ": keepalive\n\n"
                     continue
-                if item is None:
+                while not queue.empty():  # send what piled up in one write
+                    items.append(queue.get_nowait())
+                chunk = "".join(_format(item) for item in items if item is not None)
+                if chunk:
+                    yield chunk
+                if None in items:
                     return
-                data = json.dumps(item["request"], separators=(",", ":"))
-                yield f"event: {item['event']}\nid: {item['request']['id']}\ndata: {data}\n\n"
         finally:
             service.hub.unsubscribe(queue)
 
