@@ -178,7 +178,8 @@ def audit(
     if as_json:
         _print_json(rows)
         return
-    table = Table("seq", "at", "event", "request", "actor", "data")
+    table = Table("seq", "at", "event", "request", "actor")
+    table.add_column("data", no_wrap=True, overflow="ellipsis", max_width=60)
     for row in rows:
         table.add_row(
             str(row["seq"]),
@@ -186,7 +187,7 @@ def audit(
             row["event"],
             row["request_id"] or "",
             row["actor"],
-            json.dumps(row["data"], ensure_ascii=False)[:80],
+            json.dumps(row["data"], ensure_ascii=False),
         )
     console.print(table)
 

@@ -200,7 +200,9 @@ class GateClient:
         expected = binding_hash(action, details, view["requester"], session_key, view["expires_at"])
         if view["binding_hash"] != expected:
             raise ApprovalError("the gate stored a different action than the one submitted")
-        deadline = time.monotonic() + max(timeout, 1) + 3700
+        # The gate expires the request at its (clamped) deadline; this only guards
+        # against a gate that stops answering decisions.
+        deadline = time.monotonic() + int(view["timeout_seconds"]) + 120
         while view["status"] == "pending":
             if time.monotonic() > deadline:
                 raise ApprovalError(f"no decision on request {view['id']} in time")
