@@ -59,7 +59,10 @@ def append(
     now: float | None = None,
 ) -> int:
     """Append one row inside the caller's write transaction; returns its seq."""
-    raw = conn if isinstance(conn, Raw) else Raw(conn, conn.dialect.name == "sqlite")
+    if isinstance(conn, Raw):
+        raw = conn
+    else:
+        raw = Raw(conn.connection.driver_connection, conn.dialect.name == "sqlite")
     head = raw.first(HEAD_SQL, {})
     assert head is not None, "gate_audit_head has no row: the database was not migrated"
     row = {

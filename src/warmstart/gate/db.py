@@ -8,6 +8,8 @@ every write transaction (a request change plus its audit row) is atomic.
 from __future__ import annotations
 
 import re
+import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +29,7 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    make_url,
     select,
     text,
 )
@@ -138,6 +141,10 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._raw_writer: sqlite3.Connection | None = None
+        self._raw_reader: sqlite3.Connection | None = None
         if self.is_sqlite and (":memory:" in url or url.rstrip("/") in {"sqlite:", "sqlite:/"}):
             raise StoreError("the gate needs a SQLite file, not an in-memory database")
         try:
@@ -166,22 +173,56 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction holding the gate's single writer lock."""
+        if self.is_sqlite:
+            with self._write_lock, self.writer.begin() as conn:
+                yield conn
+            return
         with self.writer.begin() as conn:
-            if not self.is_sqlite:
-                conn.execute(select(audit_head.c.seq).where(audit_head.c.id == 1).with_for_update())
+            conn.execute(select(audit_head.c.seq).where(audit_head.c.id == 1).with_for_update())
             yield conn
 
     @contextmanager
     def write_raw(self) -> Iterator[Raw]:
-        """A write transaction for hot-path SQL (see :class:`Raw`)."""
-        with self.write() as conn:
-            yield Raw(conn, self.is_sqlite)
+        """A write transaction for hot-path SQL (see :class:`Raw`).
+
+        On SQLite it runs on one dedicated driver connection: checking a connection out
+        of the pool and back costs several times the statements themselves.
+        """
+        if not self.is_sqlite:
+            with self.write() as conn:
+                yield Raw(conn.connection.driver_connection, False)
+            return
+        with self._write_lock:
+            if self._raw_writer is None:
+                self._raw_writer = self._sqlite_connect(autocommit=True)
+            driver = self._raw_writer
+            driver.execute("BEGIN IMMEDIATE")
+            try:
+                yield Raw(driver, True)
+            except BaseException:
+                driver.rollback()
+                raise
+            driver.commit()
 
     @contextmanager
     def read_raw(self) -> Iterator[Raw]:
-        """A read-only connection for hot-path SQL."""
-        with self.read() as conn:
-            yield Raw(conn, self.is_sqlite)
+        """A read-only connection for hot-path SQL (dedicated on SQLite)."""
+        if not self.is_sqlite:
+            with self.read() as conn:
+                yield Raw(conn.connection.driver_connection, False)
+            return
+        with self._read_lock:
+            if self._raw_reader is None:
+                self._raw_reader = self._sqlite_connect(autocommit=False)
+            yield Raw(self._raw_reader, True)
+
+    def _sqlite_connect(self, autocommit: bool) -> sqlite3.Connection:
+        path = make_url(self.url).database or ""
+        conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        _sqlite_pragmas(conn, None)
+        if autocommit:
+            conn.isolation_level = None
+        return conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -216,14 +257,18 @@ class Database:
             return list(rows.scalars())
 
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled and dedicated connection."""
+        for conn in (self._raw_writer, self._raw_reader):
+            if conn is not None:
+                conn.close()
+        self._raw_writer = self._raw_reader = None
         self.reader.dispose()
         if self.writer is not self.reader:
             self.writer.dispose()
 
 
 class Raw:
-    """Hot-path SQL straight on the driver connection, inside SQLAlchemy's transaction.
+    """Hot-path SQL straight on the driver connection, inside the caller's transaction.
 
     SQLAlchemy's execution machinery costs several times what SQLite takes to run a
     small statement; the few statements every request runs skip it. SQL is written
@@ -232,8 +277,8 @@ class Raw:
 
     _pyformat: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, conn: Connection, sqlite: bool) -> None:
-        self.driver = conn.connection.driver_connection
+    def __init__(self, driver: Any, sqlite: bool) -> None:
+        self.driver = driver
         self.sqlite = sqlite
 
     def _sql(self, sql: str) -> str:
