@@ -10,11 +10,14 @@ import os
 import sys
 
 # Command groups register themselves on import.
+from warmstart.cli import analyze as _analyze  # noqa: F401
 from warmstart.cli import demo as _demo  # noqa: F401
 from warmstart.cli import eval as _eval  # noqa: F401
 from warmstart.cli import gate as _gate  # noqa: F401
 from warmstart.cli import ingest as _ingest  # noqa: F401
 from warmstart.cli import inject as _inject  # noqa: F401
+from warmstart.cli import mcp as _mcp  # noqa: F401
+from warmstart.cli import proxy as _proxy  # noqa: F401
 from warmstart.cli import review as _review  # noqa: F401
 from warmstart.cli import sessions as _sessions  # noqa: F401
 from warmstart.cli import templates as _templates  # noqa: F401

@@ -10,7 +10,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -28,10 +28,12 @@ from warmstart.review.memory_store import (
 )
 from warmstart.review.pending import PendingStore
 from warmstart.review.provenance import USER_CLI, Provenance, ProvenanceLog
-from warmstart.review.reviewer import Reviewer, ReviewOutcome
 from warmstart.review.skill_store import SKILL_FILE, SkillStore
 from warmstart.review.tools import ReviewTools
 from warmstart.store import Store
+
+if TYPE_CHECKING:  # the reviewer pulls in the runtime and openai: load it only to review
+    from warmstart.review.reviewer import ReviewOutcome
 
 memory_app = typer.Typer(help="Show, edit and approve the agent's memory.", no_args_is_help=True)
 skills_app = typer.Typer(help="List, show and delete the agent's skills.", no_args_is_help=True)
@@ -159,6 +161,8 @@ def review(
         platform="cli",
         notifications=False,
     )
+    from warmstart.review.reviewer import Reviewer
+
     outcome = Reviewer(config).review_now(stored_messages(data["messages"]), kind.value)
     if as_json:
         print_json(outcome.to_dict())
