@@ -6,7 +6,7 @@ follows ``/events`` and approves every new request. Prints decided requests per
 second, p50/p99 latency from submission to the agent seeing the approval, and lost
 requests (submitted but never seen decided), against a floor of 300 decisions/s.
 
-    .venv/bin/python benchmarks/gate_bench.py --requests 3000 --clients 64
+    .venv/bin/python benchmarks/gate_bench.py --requests 2000 --clients 32
 """
 
 from __future__ import annotations
@@ -260,8 +260,8 @@ async def run(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=3000)
-    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--deciders", type=int, default=8, help="concurrent approve calls")
     parser.add_argument("--url", help="use a running gate instead of starting one")
     parser.add_argument(

@@ -117,7 +117,7 @@ def test_racing_approvers_over_http_exactly_one_wins(
     with httpx.Client(base_url=gate.url) as http:
         ids = [
             http.post("/confirm", json={"action": "a", "description": "d"}).json()["id"]
-            for _ in range(8)
+            for _ in range(5)
         ]
     for request_id in ids:
         barrier = threading.Barrier(2)
