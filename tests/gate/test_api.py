@@ -267,3 +267,30 @@ def test_session_allow_list_over_http(gate: RunningGate) -> None:
         ).json()
         assert auto["status"] == "approved" and auto["decided_by"] == "auto:session"
         assert http.get("/sessions/s-9/allow").json()["actions"] == ["read_logs"]
+
+
+def test_requests_expired_by_a_read_are_announced(
+    make_settings: Callable[..., GateSettings], start_gate: Callable[..., RunningGate]
+) -> None:
+    gate = start_gate(make_settings(sweep_interval_seconds=60))  # the sweeper stays idle
+    seen: list[str] = []
+    ready = threading.Event()
+
+    def listen() -> None:
+        with httpx.stream("GET", f"{gate.url}/events", timeout=10) as resp:
+            for line in resp.iter_lines():
+                if line.startswith(": connected"):
+                    ready.set()
+                elif line.startswith("event: "):
+                    seen.append(line[7:])
+                    return
+
+    thread = threading.Thread(target=listen)
+    thread.start()
+    assert ready.wait(5)
+    sub = gate.service.store.submit(
+        action="a.b", description="d", details={}, requester="agent", now=time.time() - 301
+    )
+    assert httpx.get(f"{gate.url}/confirm/{sub.request.id}").json()["status"] == "expired"
+    thread.join(10)
+    assert seen == ["expired"]

@@ -18,6 +18,9 @@ from tests.gate.conftest import RunningGate, free_port
 from warmstart.errors import ConfigError
 from warmstart.gate.notify import check_urls
 
+# apprise imports the deprecated ``imghdr`` module; that is apprise's to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:'imghdr' is deprecated:DeprecationWarning")
+
 
 class Hook:
     """A JSON webhook on loopback that records what it receives."""

@@ -118,7 +118,9 @@ class GateService:
 
     async def get(self, request_id: str, caller: Principal) -> GateRequest:
         """One request visible to the caller."""
-        request = await self.run(self.store.get, request_id)
+        request, expired_now = await self.run(self.store.lookup, request_id)
+        if expired_now:  # expired by this read rather than by the sweeper: announce it
+            self.hub.publish(request.status, self.view(request))
         self.check_visible(request, caller)
         return request
 

@@ -301,6 +301,10 @@ class GateStore:
     # -- reading --------------------------------------------------------------------
     def get(self, request_id: str, now: float | None = None) -> GateRequest:
         """The request, expired first if its deadline has passed; NotFound if unknown."""
+        return self.lookup(request_id, now)[0]
+
+    def lookup(self, request_id: str, now: float | None = None) -> tuple[GateRequest, bool]:
+        """Like :meth:`get`, and whether this call expired the request."""
         now = time.time() if now is None else now
         with self.db.read_raw() as conn:
             row = conn.first(BY_ID, {"b_id": request_id})
@@ -308,9 +312,9 @@ class GateStore:
             raise NotFound(f"no request {request_id}")
         record = GateRequest.from_row(row)
         if record.status == PENDING and record.expires_at <= now:
-            self._expire(request_id, now)
-            return self.get(request_id, now)
-        return record
+            expired_now = self._expire(request_id, now)
+            return self.get(request_id, now), expired_now
+        return record, False
 
     def list_requests(
         self, status: str | None = None, requester: str | None = None, limit: int = 100
