@@ -26,15 +26,13 @@ from warmstart.gate.client import GateClient
 from warmstart.gate.settings import GateSettings
 from warmstart.inject import ADDENDUM, validate_openai
 
-# The command modules register on the app when imported; this works whether or not
-# warmstart.cli imports them itself.
-LAUNCH = "import warmstart.cli.mcp, warmstart.cli.proxy; from warmstart.cli import main; main()"
+LAUNCH = ["-m", "warmstart"]
 
 
 def server_params(db: str, home: Path, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-c", LAUNCH, "mcp", "--db", db],
+        args=[*LAUNCH, "mcp", "--db", db],
         env={"WARMSTART_HOME": str(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env},
     )
 
@@ -89,12 +87,18 @@ def test_tools_and_resources_over_stdio(store_url: str, warmstart_home: Path) ->
         invalid = await session.call_tool("warm_session", {"action": "explode"})
         assert invalid.is_error
 
-        summary = payload(await session.call_tool("analyze_summary", {}))
+        summary = payload(await session.call_tool("analyze_summary", {"top": 3}))
         assert (summary["sessions"], summary["calls"], summary["failures"]) == (200, 1164, 81)
-        assert summary["error_rate"] == round(81 / 1164, 4)
-        assert summary["sources"] == {"tau-bench": 200}
+        rate = summary["error_rate"]
+        assert (rate["k"], rate["n"]) == (81, 1164) and rate["low"] < 81 / 1164 < rate["high"]
+        assert summary["sources"] == {"tau-bench": 200} and summary["recovery_pairs"] == 34
+        assert len(summary["tools"]) == 3 and summary["tools"][0]["failures"] == max(
+            t["failures"] for t in summary["tools"]
+        )
+        assert summary["errors"][0]["tool"] == "book_reservation"
+        assert {v["status"] for v in summary["verdicts"]} >= {"not enough data"}
         none = payload(await session.call_tool("analyze_summary", {"source": "hermes"}))
-        assert none["sessions"] == 0 and none["error_rate"] is None
+        assert none["sessions"] == 0 and none["calls"] == 0 and none["tools"] == []
 
         resources = [str(r.uri) for r in (await session.list_resources()).resources]
         assert resources == ["warmstart://templates"]
@@ -194,7 +198,7 @@ def test_streamable_http(store_url: str, warmstart_home: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-c", LAUNCH, "mcp", "--db", store_url, "--http", "--port", str(port)],
+        [sys.executable, *LAUNCH, "mcp", "--db", store_url, "--http", "--port", str(port)],
         env={**os.environ, "WARMSTART_HOME": str(warmstart_home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

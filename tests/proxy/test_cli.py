@@ -16,17 +16,13 @@ from tests.support.openai_double import OpenAIDouble, text
 
 from warmstart.inject import ADDENDUM
 
-# The command modules register on the app when imported; this works whether or not
-# warmstart.cli imports them itself.
-LAUNCH = "import warmstart.cli.mcp, warmstart.cli.proxy; from warmstart.cli import main; main()"
+LAUNCH = ["-m", "warmstart"]
 
 
 def run_main(
     args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str]:
     """Run the console entry point in-process (fast) and return (exit code, stderr)."""
-    import warmstart.cli.mcp
-    import warmstart.cli.proxy  # noqa: F401
     from warmstart.cli import main
 
     monkeypatch.setattr(sys, "argv", ["warmstart", *args])
@@ -93,7 +89,7 @@ def test_the_command_serves_until_interrupted(
     port = free_port()
     process = subprocess.Popen(
         [
-            sys.executable, "-c", LAUNCH, "proxy",
+            sys.executable, *LAUNCH, "proxy",
             "--upstream", openai_double.base_url, "--port", str(port),
             "--template", "airline", "--db", store_url, "--context-length", "128000",
             "--record",

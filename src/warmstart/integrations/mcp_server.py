@@ -9,8 +9,9 @@ Tools:
 * ``warm_session``: build / list / load / delete templates; the same handler as the
   OpenAI-style tool in :mod:`warmstart.integrations.warm_session`, so every framework sees
   the same behaviour. A failed action comes back as an MCP tool error with its message.
-* ``analyze_summary``: the store's totals (sessions, calls, failures, recoveries, task
-  types, sources, distinct tools), optionally for one source or task type.
+* ``analyze_summary``: the headline of ``warmstart analyze`` (error and recovery rates
+  with intervals, the tools and error messages that fail most, the verdicts) and the
+  store's totals, optionally for one source or task type.
 * ``request_approval`` (only when a gate URL is configured): ask the approval gate and
   wait for a person's decision; the answer says approved, denied or expired.
 
@@ -113,8 +114,9 @@ def create_server(
     @server.tool(
         name="analyze_summary",
         description=(
-            "Totals of the session store: sessions, messages, tool calls, failed calls, "
-            "recovery pairs, distinct tools, sessions per task type and per source."
+            "Where tool calls fail in the session store: totals, the error and recovery "
+            "rates with 95% intervals, the tools that fail most, the most frequent error "
+            "messages, and verdicts on the claims warm starts rest on."
         ),
     )
     async def analyze_summary(
@@ -123,20 +125,15 @@ def create_server(
             Literal["code", "file", "research", "mixed"] | None,
             Field(description="Only sessions of this task type"),
         ] = None,
+        top: Annotated[int, Field(description="How many tools and errors", ge=1, le=50)] = 10,
     ) -> str:
-        def run() -> dict[str, Any]:
-            from warmstart.store import SessionFilter, Store
-
-            summary = Store(db).summary(SessionFilter(source=source, task_type=task_type))
-            calls = summary.get("calls") or 0
-            summary["error_rate"] = round(summary["failures"] / calls, 4) if calls else None
-            return summary
-
         try:
-            summary = await anyio.to_thread.run_sync(run)
+            summary = await anyio.to_thread.run_sync(
+                lambda: summarize(db, source=source, task_type=task_type, top=top)
+            )
         except WarmstartError as exc:
             raise ToolError(str(exc)) from exc
-        return json.dumps(summary, ensure_ascii=False)
+        return json.dumps(summary, ensure_ascii=False, default=str)
 
     if gate_url:
 
@@ -222,6 +219,55 @@ def create_server(
         return json.dumps(messages, ensure_ascii=False)
 
     return server
+
+
+def summarize(
+    db: str | None = None,
+    *,
+    source: str | None = None,
+    task_type: str | None = None,
+    top: int = 10,
+) -> dict[str, Any]:
+    """A compact view of :func:`warmstart.analytics.analyze` plus the store's totals.
+
+    The full analysis (turn curves, length buckets, per-session distributions) is large;
+    an agent reading a tool result needs the headline figures, the worst tools and
+    errors, and the verdicts. ``warmstart analyze --json`` has everything.
+    """
+    from warmstart.analytics import analyze
+    from warmstart.store import SessionFilter, Store
+
+    flt = SessionFilter(source=source, task_type=task_type)
+    analysis = analyze(db, flt).as_dict()
+    totals = Store(db).summary(flt)
+    tools = sorted(analysis["tools"], key=lambda t: (-t["failures"], -t["calls"], t["tool"]))
+    return {
+        "sessions": analysis["sessions"],
+        "calls": analysis["calls"],
+        "failures": analysis["failures"],
+        "error_rate": analysis["error"],
+        "recovery_rate": analysis["recovery"],
+        "recovery_pairs": totals["recovery_pairs"],
+        "distinct_tools": totals["distinct_tools"],
+        "task_types": totals["task_types"],
+        "sources": totals["sources"],
+        "tools": [
+            {
+                "tool": t["tool"],
+                "calls": t["calls"],
+                "failures": t["failures"],
+                "error_rate": t["error"],
+            }
+            for t in tools[:top]
+        ],
+        "errors": [
+            {k: e[k] for k in ("tool", "kind", "pattern", "count", "example")}
+            for e in analysis["errors"][:top]
+        ],
+        "verdicts": [
+            {k: v[k] for k in ("claim", "status", "summary")} for v in analysis["verdicts"]
+        ],
+    }
 
 
 def serve(

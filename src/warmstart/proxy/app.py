@@ -20,10 +20,11 @@ or ``cold; reason=...``), ``X-Warmstart-Session`` and, in an A/B run, ``X-Warmst
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -88,6 +89,7 @@ REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 # Not returned downstream: hop-by-hop, what the ASGI server sets, and the encoding
 # (httpx hands over decoded bytes).
 RESPONSE_DROP = HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
+POOL_SHARDS = 16
 PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
 
 
@@ -192,6 +194,19 @@ class UpstreamStream(Response):
                 self.on_complete()
 
 
+def _env_proxy(upstream: str) -> str | None:
+    """An HTTP(S) proxy from the environment for the upstream, as httpx clients honour it."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(upstream)
+    proxies = urllib.request.getproxies()
+    chosen = proxies.get(parts.scheme) or proxies.get("all")
+    if not chosen or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return chosen
+
+
 def _why(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -216,7 +231,9 @@ class Proxy:
             )
         self.conversations = Conversations(settings.max_conversations)
         self._planning: dict[str, asyncio.Task[WarmPlan]] = {}
-        self._client: httpx.AsyncClient | None = None
+        self._transports: list[httpx.AsyncHTTPTransport] = []
+        self._next: Iterator[httpx.AsyncHTTPTransport] = iter(())
+        self._timeout: dict[str, float] = {}
         self._writer: Writer | None = None
 
     # -- lifecycle ----------------------------------------------------------------
@@ -233,30 +250,46 @@ class Proxy:
                 )
 
     async def start(self) -> None:
-        """Open the upstream connection pool and the store writer."""
+        """Open the upstream connection pools and the store writer.
+
+        Requests go straight to httpx transports, not through ``AsyncClient``: a client
+        adds per-request work the proxy does not want (a shared cookie jar would even
+        carry one client's cookies to another). The pool is split into
+        :data:`POOL_SHARDS` transports used in turn, because httpcore scans every
+        connection of a pool (a ``poll`` call for each idle one) whenever a request
+        starts or ends: with 50 busy connections in one pool that scan costs more than
+        the relaying itself.
+        """
         s = self.settings
-        # TCP_NODELAY: httpx writes headers and body separately, and with Nagle's algorithm
-        # the body would wait for the upstream's delayed ACK (up to 40 ms per request).
-        transport = httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(
-                max_connections=s.max_connections, max_keepalive_connections=s.max_connections
-            ),
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-        )
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(
-                connect=s.connect_timeout, read=s.read_timeout, write=60.0, pool=s.connect_timeout
-            ),
-            follow_redirects=False,
-        )
+        shards = max(1, min(POOL_SHARDS, s.max_connections))
+        per_shard = max(1, s.max_connections // shards)
+        self._timeout = {
+            "connect": s.connect_timeout,
+            "read": s.read_timeout,
+            "write": 60.0,
+            "pool": s.connect_timeout,
+        }
+        tls = httpx.create_ssl_context()  # loading the CA bundle costs ~0.1 s: once, shared
+        proxy = _env_proxy(s.upstream)
+        self._transports = [
+            httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard),
+                # TCP_NODELAY: httpx writes headers and body separately, and with Nagle's
+                # algorithm the body would wait for the upstream's delayed ACK (up to 40 ms).
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                verify=tls,
+                proxy=proxy,
+            )
+            for _ in range(shards)
+        ]
+        self._next = itertools.cycle(self._transports)
         self._writer = Writer()
 
     async def close(self) -> None:
-        """Close the pool and write out what is queued."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Close the pools and write out what is queued."""
+        transports, self._transports = self._transports, []
+        for transport in transports:
+            await transport.aclose()
         if self._writer is not None:
             writer, self._writer = self._writer, None
             await anyio.to_thread.run_sync(writer.close)
@@ -265,11 +298,11 @@ class Proxy:
         """Wait for queued store writes (tests and shutdown use this)."""
         return self._writer.flush(timeout) if self._writer is not None else True
 
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def transport(self) -> httpx.AsyncHTTPTransport:
+        """The next upstream transport (pool shard) in turn."""
+        if not self._transports:
             raise RuntimeError("the proxy has not started (use it through its ASGI lifespan)")
-        return self._client
+        return next(self._next)
 
     # -- conversations ---------------------------------------------------------------
     async def conversation(
@@ -457,9 +490,16 @@ class Proxy:
             if k.decode("latin-1").lower() not in REQUEST_DROP
             and not k.lower().startswith(b"x-warmstart-")
         ]
-        outgoing = self.client.build_request(request.method, target, headers=headers, content=body)
+        transport = self.transport()
+        outgoing = httpx.Request(
+            request.method,
+            target,
+            headers=headers,
+            content=body,
+            extensions={"timeout": self._timeout},
+        )
         try:
-            return await self.client.send(outgoing, stream=True)
+            return await transport.handle_async_request(outgoing)
         except httpx.TimeoutException as exc:
             log.warning("upstream timed out: %s", _why(exc))
             return openai_error(
