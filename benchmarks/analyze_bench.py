@@ -51,7 +51,8 @@ def build_store(url: str, sessions: int, seed: int) -> str:
     state = OUT / f"analyze-hermes-{sessions}-{seed}.db"
     counts = hermes_db.generate(state, sessions=sessions, seed=seed)
     report = warmstart.ingest(state, db=url)
-    state.unlink(missing_ok=True)
+    for suffix in ("", "-wal", "-shm"):  # the Hermes file is only a means to the store
+        Path(f"{state}{suffix}").unlink(missing_ok=True)
     return f"hermes_db.generate {counts} + warmstart.ingest ({report.messages:,} messages)"
 
 
