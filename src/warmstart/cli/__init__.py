@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from sqlalchemy.exc import SQLAlchemyError
+
 # Command groups register themselves on import.
 from warmstart.cli import analyze as _analyze  # noqa: F401
 from warmstart.cli import demo as _demo  # noqa: F401
@@ -40,6 +42,10 @@ def main() -> None:
         app()
     except WarmstartError as exc:
         console_err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(1)
+    except SQLAlchemyError as exc:  # a store problem the library did not name itself
+        first = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        console_err.print(f"[red]database error:[/red] {first}", highlight=False)
         sys.exit(1)
     except KeyboardInterrupt:
         console_err.print("[red]interrupted[/red]")
