@@ -19,13 +19,32 @@ DATA = Path(__file__).parent / "data"
 pytest_plugins = ["tests.support.fixtures"]
 
 
+# Settings a developer's shell may hold that must not leak into any test.
+LEAKY_ENV = (
+    "WARMSTART_DB",
+    "WARMSTART_ENDPOINT",
+    "WARMSTART_API_KEY",
+    "WARMSTART_MODEL",
+    "WARMSTART_PROVIDER",
+    "WARMSTART_CONTEXT_LENGTH",
+    "WARMSTART_GATE_URL",
+    "WARMSTART_GATE_TOKEN",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "HERMES_HOME",
+    "EDITOR",
+    "VISUAL",
+)
+
+
 @pytest.fixture(autouse=True)
 def warmstart_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point warmstart at a private, empty user directory for the test."""
+    """Point warmstart at a private, empty user directory; clear leaky settings."""
     home = tmp_path / "warmstart-home"
     home.mkdir()
     monkeypatch.setenv("WARMSTART_HOME", str(home))
-    monkeypatch.delenv("WARMSTART_DB", raising=False)
+    for name in LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WARMSTART_RAISE_ERRORS", "")
     yield home
 

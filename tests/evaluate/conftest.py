@@ -10,23 +10,7 @@ import pytest
 
 from warmstart.templates import import_template
 
-RUNTIME_ENV = (
-    "WARMSTART_ENDPOINT",
-    "OPENAI_BASE_URL",
-    "WARMSTART_API_KEY",
-    "OPENAI_API_KEY",
-    "WARMSTART_MODEL",
-    "WARMSTART_PROVIDER",
-    "WARMSTART_CONTEXT_LENGTH",
-)
 CHECK = "python -c \"import sys; sys.exit(open('out.txt').read() != 'HELLO')\""
-
-
-@pytest.fixture(autouse=True)
-def clean_runtime_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No endpoint, key, model or window leaks in from the developer's shell."""
-    for name in RUNTIME_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -1,30 +1,13 @@
-"""Review test setup: a clean environment and a private store home per test."""
+"""Review test setup: a private Hermes-style home per test.
+
+The root conftest clears endpoint, key, model and Hermes settings from the environment.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-CLEAN_ENV = (
-    "HERMES_HOME",
-    "WARMSTART_ENDPOINT",
-    "OPENAI_BASE_URL",
-    "WARMSTART_API_KEY",
-    "OPENAI_API_KEY",
-    "WARMSTART_MODEL",
-    "WARMSTART_PROVIDER",
-    "WARMSTART_CONTEXT_LENGTH",
-    "EDITOR",
-    "VISUAL",
-)
-
-
-@pytest.fixture(autouse=True)
-def clean_review_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No Hermes home, endpoint, key or model leaks in from the developer's shell."""
-    for name in CLEAN_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
