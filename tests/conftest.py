@@ -15,8 +15,9 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
-# The loopback OpenAI test double (the one double the project allows) and its fixtures.
-pytest_plugins = ["tests.support.fixtures"]
+# The loopback OpenAI test double (the one double the project allows) and the headless
+# Chromium fixture, for every test module.
+pytest_plugins = ["tests.support.fixtures", "tests.support.browser"]
 
 
 # Settings a developer's shell may hold that must not leak into any test.

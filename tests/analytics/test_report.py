@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +13,6 @@ import warmstart
 from warmstart.analytics import analyze, render_report, write_report
 from warmstart.analytics.svg import Bar, bar_chart, nice_max
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 CHARTS = 4  # turn curves, per-tool bars, length buckets, outcomes
 
 
@@ -61,23 +50,6 @@ def test_bars_scale_to_the_data() -> None:
 
 
 # -- Chromium ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's headless Chromium (never a downloaded browser)."""
-    if not os.path.exists(CHROMIUM):
-        reason = f"{CHROMIUM} is missing: install Debian's chromium to run the browser tests"
-        print(reason)
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def open_report(browser: Any, path: Path, shot: Path) -> dict[str, Any]:
