@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from tests.support.served import ServedApp
 
 from warmstart.gate.app import create_app
 from warmstart.gate.settings import GateSettings
@@ -27,48 +25,18 @@ REQUESTER_SPECS = [f"{n}:{TOKENS[n]}" for n in ("agent-1", "agent-2", "carol")]
 APPROVER_SPECS = [f"{n}:{TOKENS[n]}" for n in ("alice", "bob", "carol")]
 
 
-class RunningGate:
+class RunningGate(ServedApp):
     """A gate served by uvicorn on a free loopback port in a background thread."""
+
+    name = "gate server"
 
     def __init__(self, settings: GateSettings) -> None:
         self.settings = settings
-        self.app = create_app(settings)
-        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so,
-        # and without it Nagle plus delayed ACKs add 40 ms to every response.
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=1,
-            access_log=False,
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def start(self) -> RunningGate:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("gate server did not start")
-            time.sleep(0.01)
-        return self
+        super().__init__(create_app(settings), access_log=False)
 
     @property
     def service(self) -> Any:
         return self.app.state.gate
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
 
 
 def free_port() -> int:
