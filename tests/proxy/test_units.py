@@ -239,3 +239,28 @@ def test_the_planner_plans_within_the_guard_budget(
     auto = WarmPlanner(url, auto=True, context_length=10_000)
     assert auto.plan("change my flight", ["get_user_details"], "m").template == "airline"
     assert auto.plan("list files", ["read_file"], "m").reason == "no-template"
+
+
+def test_the_body_with_a_prefix_equals_the_spliced_conversation() -> None:
+    from warmstart.inject import splice
+    from warmstart.proxy.app import _MARK, encode_with_prefix
+
+    warm = ({"role": "system", "content": "note"}, {"role": "user", "content": "ex ü"})
+    plan = WarmPlan(messages=warm, fragment=json.dumps(list(warm), ensure_ascii=False)[1:-1])
+    for messages in (
+        [SYSTEM, {"role": "user", "content": "hi"}],
+        [{"role": "user", "content": "no system"}],
+        [SYSTEM, {"role": "developer", "content": "dev"}],
+        ["junk", {"role": "user", "content": "x"}],
+    ):
+        data = {"model": "m", "messages": messages, "tools": [{"name": "t"}], "n": 1}
+        body = json.loads(encode_with_prefix(data, messages, plan))
+        head = [m for m in messages[:2] if isinstance(m, dict) and m["role"] != "user"]
+        expected = [*head, *warm, *messages[len(head) :]]
+        assert body == {**data, "messages": expected}
+        assert data["messages"] is messages, "the client's data is left as it was"
+        if all(isinstance(m, dict) for m in messages):
+            assert body["messages"] == splice(list(warm), messages)
+    tricky = {"model": _MARK, "messages": [SYSTEM]}
+    body = json.loads(encode_with_prefix(tricky, [SYSTEM], plan))
+    assert body == {"model": _MARK, "messages": [SYSTEM, *warm]}

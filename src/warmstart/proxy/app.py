@@ -36,7 +36,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from warmstart.inject import splice
 from warmstart.proxy.conversation import (
     SESSION_HEADER,
     BadSessionId,
@@ -205,6 +204,43 @@ def _env_proxy(upstream: str) -> str | None:
     if not chosen or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     return chosen
+
+
+_MARK = "\x00warmstart:messages\x00"
+_MARK_JSON = json.dumps(_MARK)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_with_prefix(data: dict[str, Any], messages: list[Any], plan: WarmPlan) -> bytes:
+    """The request body with the plan's messages after the leading system messages.
+
+    The prefix was encoded once, when the conversation was planned (``plan.fragment``);
+    only the client's own messages and settings are encoded per request, and the prefix
+    bytes are the same in every request of the conversation.
+    """
+    head = 0
+    while (
+        head < len(messages)
+        and isinstance(messages[head], dict)
+        and messages[head].get("role") in ("system", "developer")
+    ):
+        head += 1
+    parts = [_dumps(messages[:head])[1:-1]] if head else []
+    parts.append(plan.fragment)
+    if head < len(messages):
+        parts.append(_dumps(messages[head:])[1:-1])
+    data["messages"] = _MARK
+    try:
+        shell = _dumps(data)
+    finally:
+        data["messages"] = messages
+    if shell.count(_MARK_JSON) != 1:  # the marker in the client's own data: encode it all
+        spliced = [*messages[:head], *plan.messages, *messages[head:]]
+        return _dumps({**data, "messages": spliced}).encode()
+    return shell.replace(_MARK_JSON, "[" + ",".join(parts) + "]").encode()
 
 
 def _why(exc: BaseException) -> str:
@@ -384,9 +420,7 @@ class Proxy:
         if plan.warm and not await self._fits(plan, messages, len(body), _max_tokens(data)):
             plan = plan.cold(COLD_CONTEXT)
         if plan.warm:
-            data["messages"] = splice(plan.messages, messages)
-            body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
-            data["messages"] = messages
+            body = encode_with_prefix(data, messages, plan)
         ours = {WARM_HEADER: plan.header(), SESSION_HEADER: session_id}
         if conversation.arm is not None:
             ours[ARM_HEADER] = conversation.arm

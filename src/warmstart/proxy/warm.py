@@ -12,6 +12,7 @@ history fits: a window below ``min_context`` means cold, and the history gets at
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -43,9 +44,14 @@ _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 
 @dataclass(frozen=True)
 class WarmPlan:
-    """The warm prefix of one conversation, or the reason it has none."""
+    """The warm prefix of one conversation, or the reason it has none.
+
+    ``fragment`` is ``messages`` encoded as JSON without the brackets, made once so every
+    request of the conversation carries the very same bytes.
+    """
 
     messages: tuple[dict[str, Any], ...] = ()
+    fragment: str = ""
     template: str | None = None
     version: int | None = None
     template_id: int | None = None
@@ -223,8 +229,10 @@ class WarmPlanner:
             )
             return WarmPlan(template=meta.name, version=meta.version, reason=COLD_CONTEXT)
         messages = render(examples, "openai", ADDENDUM)
+        encoded = json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
         return WarmPlan(
             messages=tuple(messages),
+            fragment=encoded[1:-1],
             template=meta.name,
             version=meta.version,
             template_id=meta.id,
