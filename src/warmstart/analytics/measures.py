@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from warmstart.analytics import queries
@@ -174,6 +174,38 @@ class OutcomeReport:
 
 
 @dataclass(frozen=True)
+class ArmGroup:
+    """One A/B arm: its sessions and calls, error rates and turns to first success.
+
+    ``early`` is the error rate of the calls at turns below the turn cap (the first
+    ``settings["max_turns"]`` turns); ``first_success_turn`` the mean (t interval) over
+    the ``first_success_turn.n`` sessions that had a call succeed.
+    """
+
+    arm: str
+    sessions: int
+    calls: int
+    failures: int
+    error: Rate
+    early: Rate
+    first_success_turn: Mean
+
+
+@dataclass(frozen=True)
+class ArmsReport:
+    """Sessions that carry an ``arm`` (proxy ``--ab`` traffic, eval runs), warm vs cold.
+
+    ``error`` and ``early`` are warm minus cold (Newcombe interval and test) on all
+    calls and on the early calls; ``verdict`` judges "warm arm has fewer errors".
+    """
+
+    arms: list[ArmGroup]
+    error: Comparison
+    early: Comparison
+    verdict: Verdict | None
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A plain-language verdict on one claim, decided by the data."""
 
@@ -200,7 +232,10 @@ class Analysis:
     lengths: LengthReport
     per_session: SessionReport
     outcomes: OutcomeReport
+    arms: ArmsReport | None = None
     verdicts: list[Verdict] = field(default_factory=list)
+    experiments: list[dict[str, Any]] = field(default_factory=list)
+    """Stored A/B experiments, summarised as ``warmstart eval show`` does."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
@@ -215,13 +250,15 @@ def analyze(
     max_turns: int = MAX_TURNS,
     min_sessions: int | None = None,
     workers: int = 2,
+    experiments: bool = True,
 ) -> Analysis:
     """Measure where tool calls fail in the (filtered) store, and judge the claims.
 
     ``config`` gives the length thresholds (``short_messages``, ``marathon_messages``);
     ``max_turns`` caps the turn curves; ``min_sessions`` is how many sessions a group
     needs before a verdict is drawn from it (see :mod:`warmstart.analytics.verdicts`);
-    ``workers`` how many database connections run the queries side by side.
+    ``workers`` how many database connections run the queries side by side;
+    ``experiments`` whether to summarise the stored A/B experiments for the report.
     """
     from warmstart.analytics.verdicts import MIN_SESSIONS, judge_claims
 
@@ -265,7 +302,12 @@ def analyze(
         ),
         outcomes=_outcomes(groups),
     )
+    analysis.arms = _arms(raw.arms, max_turns, min_sessions)
     analysis.verdicts = judge_claims(analysis, min_sessions=min_sessions)
+    if experiments:
+        from warmstart.analytics.experiments import ab_experiments
+
+        analysis.experiments = ab_experiments(db)
     return analysis
 
 
@@ -491,3 +533,36 @@ def _outcomes(groups: list[queries.SessionGroup]) -> OutcomeReport:
         clustered=compare_clustered(failed_sums, ok_sums),
         errors_per_session={"diff": diff, "low": low, "high": high, "p_value": p},
     )
+
+
+# -- A/B arms ------------------------------------------------------------------------
+
+
+def _arms(rows: list[queries.ArmRow], max_turns: int, min_sessions: int) -> ArmsReport:
+    """Per-arm rates and warm minus cold; the verdict only when some session has an arm."""
+    from warmstart.analytics.verdicts import judge_arms
+
+    arms = [
+        ArmGroup(
+            arm=r.arm,
+            sessions=r.sessions,
+            calls=r.calls,
+            failures=r.failures,
+            error=wilson(r.failures, r.calls),
+            early=wilson(r.failures_early, r.calls_early),
+            first_success_turn=mean_from_sums(r.first_n, float(r.first_sum), float(r.first_sq)),
+        )
+        for r in rows
+    ]
+    by_arm = {a.arm: a for a in arms}
+    empty = wilson(0, 0)
+    warm, cold = by_arm.get("warm"), by_arm.get("cold")
+    report = ArmsReport(
+        arms=arms,
+        error=compare_rates(warm.error if warm else empty, cold.error if cold else empty),
+        early=compare_rates(warm.early if warm else empty, cold.early if cold else empty),
+        verdict=None,
+    )
+    if not arms:
+        return report
+    return replace(report, verdict=judge_arms(report, max_turns, min_sessions))

@@ -35,6 +35,7 @@ from sqlalchemy import (
     or_,
     select,
 )
+from sqlalchemy.dialects.postgresql import JSON
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -224,6 +225,88 @@ def session_groups(
     ]
 
 
+ARMS = ("cold", "warm")
+"""The A/B arms the proxy (``--ab``) and the eval harness write into session metadata."""
+
+
+@dataclass(frozen=True)
+class ArmRow:
+    """Sums over the sessions of one A/B arm (``metadata_json`` key ``arm``).
+
+    ``calls_early``/``failures_early`` count the calls at turns below the turn cap;
+    ``first_n``, ``first_sum`` and ``first_sq`` are the count, sum and sum of squares
+    of the sessions' turn of their first successful call (sessions without one left out).
+    """
+
+    arm: str
+    sessions: int
+    calls: int
+    failures: int
+    first_n: int
+    first_sum: int
+    first_sq: int
+    calls_early: int = 0
+    failures_early: int = 0
+
+
+def arm_of(dialect: str) -> ColumnElement[Any]:
+    """The ``arm`` value in ``sessions.metadata_json``, extracted by the database.
+
+    The metadata is always valid JSON (written by ``json.dumps``). The path is a
+    literal, not a bound parameter, so the expression can be grouped by on PostgreSQL.
+    """
+    col = schema.sessions.c.metadata_json
+    if dialect == "postgresql":
+        return func.json_extract_path_text(cast(col, JSON), literal_column("'arm'"))
+    return func.json_extract(col, literal_column("'$.arm'"))
+
+
+def arm_groups(conn: Connection, flt: SessionFilter, max_turns: int) -> list[ArmRow]:
+    """Per-arm session sums, then (only when some session has an arm) per-arm calls
+    and failures at turns below ``max_turns``; empty when no session has an arm."""
+    s, c = schema.sessions, schema.tool_calls
+    arm = arm_of(conn.dialect.name).label("arm_b")
+    has_first = case((s.c.first_success_turn.is_(None), _int(0)), else_=_int(1))
+    query = (
+        flt.apply(
+            select(
+                arm,
+                func.count().label("sessions"),
+                func.sum(s.c.n_calls).label("calls"),
+                func.sum(s.c.n_failures).label("failures"),
+                func.sum(has_first).label("first_n"),
+                func.sum(s.c.first_success_turn).label("first_sum"),
+                func.sum(s.c.first_success_turn * s.c.first_success_turn).label("first_sq"),
+            )
+        )
+        .where(arm.in_(ARMS))
+        .group_by(arm)
+    )
+    keys = ("sessions", "calls", "failures", "first_n", "first_sum", "first_sq")
+    rows = {
+        row.arm_b: {key: int(getattr(row, key) or 0) for key in keys} for row in conn.execute(query)
+    }
+    if not rows:
+        return []
+    arm = arm_of(conn.dialect.name).label("arm_b")
+    early = (
+        _calls_join(flt, arm, func.count().label("calls"), func.sum(_failed()).label("failures"))
+        .where(arm.in_(ARMS), c.c.turn < _int(max_turns))
+        .group_by(arm)
+    )
+    counts = {row.arm_b: (int(row.calls), int(row.failures or 0)) for row in conn.execute(early)}
+    return [
+        ArmRow(
+            name,
+            **rows[name],
+            calls_early=counts.get(name, (0, 0))[0],
+            failures_early=counts.get(name, (0, 0))[1],
+        )
+        for name in ARMS
+        if name in rows
+    ]
+
+
 def session_histogram(conn: Connection, flt: SessionFilter, column: str) -> list[tuple[int, int]]:
     """``(value, sessions)`` for one per-session count, over sessions that made calls."""
     s = schema.sessions.c
@@ -327,6 +410,7 @@ class Raw:
     hist_tools: list[tuple[int, int]]
     hist_first: list[tuple[int, int]]
     mix: list[MixRow]
+    arms: list[ArmRow]
 
 
 def _shared_memory_db(engine: Engine) -> bool:
@@ -367,6 +451,7 @@ def gather(
             session_histogram(conn, flt, "n_failures"),
             session_histogram(conn, flt, "n_distinct_tools"),
             session_histogram(conn, flt, "first_success_turn"),
+            arm_groups(conn, flt, max_turns),
         )
 
     tasks: list[Callable[[Connection], Any]] = [cells, mix, errors, small]
@@ -381,7 +466,7 @@ def gather(
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyze") as pool:
             results = list(pool.map(run, tasks))
-    groups, hist_failures, hist_tools, hist_first = results[3]
+    groups, hist_failures, hist_tools, hist_first, arms = results[3]
     return Raw(
         cells=results[0],
         errors=results[2],
@@ -390,4 +475,5 @@ def gather(
         hist_tools=hist_tools,
         hist_first=hist_first,
         mix=results[1],
+        arms=arms,
     )

@@ -4,8 +4,9 @@ The file works offline and leaks nothing: styles are inline, charts are inline S
 (:mod:`warmstart.analytics.svg`), there is no JavaScript, and a Content Security
 Policy forbids the browser from loading anything from elsewhere. Every value shown
 is escaped. Sections: verdicts, summary cards, error rate by turn per task type,
-per-tool error rates, session-length comparison, outcomes, the error table, and
-per-session measures.
+per-tool error rates, session-length comparison, outcomes, the error table,
+per-session measures, A/B arms (sessions with an ``arm`` in their metadata) and the
+stored A/B experiments.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from warmstart.analytics.measures import ALL, Analysis, Distribution, ToolReport
 from warmstart.analytics.queries import LENGTHS
@@ -102,6 +104,10 @@ def render_report(analysis: Analysis, store: str = "") -> str:
         _errors(a),
         "<h2>Per session</h2>",
         _per_session(a),
+        "<h2>A/B arms: warm against cold</h2>",
+        _arms(a),
+        "<h2>A/B experiments</h2>",
+        _experiments(a),
         _methods(a),
     ]
     return (
@@ -400,6 +406,82 @@ def _per_session(a: Analysis) -> str:
         "<th class=num>mean (95% CI)</th><th class=num>median</th><th class=num>p90</th></tr>"
         + rows
         + f'</table><p class="note">{escape(note)}</p></section>'
+    )
+
+
+def _arms(a: Analysis) -> str:
+    arms = a.arms
+    if arms is None or not arms.arms:
+        return '<section class="panel"><p class="note">no A/B traffic recorded</p></section>'
+    colours = {"warm": "#D55E00", "cold": "#0072B2"}
+    bars = [b for g in arms.arms if (b := _bar(f"{g.arm} arm", g.error)) is not None]
+    chart = bar_chart(
+        "Error rate of calls per A/B arm",
+        bars,
+        colours=[colours.get(b.label.split()[0], "#999999") for b in bars],
+        empty="not enough data: no calls in either arm",
+    )
+    max_turns = a.settings["max_turns"]
+    rows = "".join(
+        f"<tr><td>{escape(g.arm)}</td><td class=num>{g.sessions:,}</td>"
+        f"<td class=num>{g.failures:,}/{g.calls:,}</td><td class=num>{pct(g.error.rate)}</td>"
+        f"<td class=num>{_range(g.error)}</td>"
+        f"<td class=num>{pct(g.early.rate)} ({_range(g.early)})</td>"
+        f"<td class=num>{escape(_mean_text(g.first_success_turn))}</td></tr>"
+        for g in arms.arms
+    )
+    notes = []
+    for what, c in (("all calls", arms.error), (f"the first {max_turns} turns", arms.early)):
+        notes.append(
+            f"warm minus cold, {what}: not enough data"
+            if c.diff is None
+            else f"warm minus cold, {what}: {points(c.diff)} ({points(c.low)} to "
+            f"{points(c.high)}, {c.test} test, {p_text(c.p_value)})"
+        )
+    if arms.verdict is not None:
+        notes.append(f"{arms.verdict.claim}: {arms.verdict.summary}")
+    table = (
+        "<table><tr><th>arm</th><th class=num>sessions</th><th class=num>failed calls</th>"
+        "<th class=num>error rate</th><th class=num>95% CI</th>"
+        f"<th class=num>first {max_turns} turns (95% CI)</th>"
+        "<th class=num>turns to first success (95% CI)</th></tr>"
+        + rows
+        + "</table>"
+        + "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
+    )
+    return f'<section class="panel">{chart}{table}</section>'
+
+
+def _experiments(a: Analysis) -> str:
+    if not a.experiments:
+        return '<section class="panel"><p class="note">no experiments</p></section>'
+    return "".join(_experiment(e) for e in a.experiments)
+
+
+def _experiment(e: dict[str, Any]) -> str:
+    arms = e.get("arms", {})
+    measured = ", ".join(
+        f"{arm} {arms.get(arm, {}).get('measured', 0)} measured"
+        + (f" ({n} excluded)" if (n := arms.get(arm, {}).get("excluded", 0)) else "")
+        for arm in ("cold", "warm")
+    )
+    title = f"{e['id']}" + (f" · {e['name']}" if e.get("name") else "")
+    meta = (
+        f"model {e['model']} · template {e['template']} · {e['task_count']} tasks "
+        f"({e['tasks']}) × {e['trials']} trials · {e['done']}/{e['planned']} runs "
+        f"({e['status']}) · {measured}"
+    )
+    columns = ("metric", "cold", "warm", "warm - cold", "p", "pairs")
+    header = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
+        for row in e.get("table", [])
+    )
+    return (
+        f'<section class="panel experiment"><div class="claim"><code>{escape(title)}</code></div>'
+        f'<p class="note">{escape(meta)}</p>'
+        f"<table><tr>{header}</tr>{rows}</table>"
+        '<p class="note">95% intervals over tasks; paired sign-flip test.</p></section>'
     )
 
 

@@ -41,8 +41,9 @@ def mean_ci(mean: Mean, digits: int = 2) -> str:
 
 def tables(a: Analysis, top_tools: int = 30) -> list[TextTable]:
     """Every table ``warmstart analyze`` prints, in order (verdicts are printed as text
-    after them, too long for a table cell)."""
-    return [
+    after them, too long for a table cell); the A/B arms table only when some session
+    has an arm."""
+    out = [
         _summary(a),
         _tools(a, top_tools),
         _turns(a),
@@ -51,6 +52,9 @@ def tables(a: Analysis, top_tools: int = 30) -> list[TextTable]:
         _errors(a),
         _per_session(a),
     ]
+    if a.arms and a.arms.arms:
+        out.append(_arms(a))
+    return out
 
 
 def _summary(a: Analysis) -> TextTable:
@@ -237,3 +241,39 @@ def _per_session(a: Analysis) -> TextTable:
         ("measure", "sessions", "mean (95% CI)", "median", "p90"),
         rows,
     )
+
+
+def _arms(a: Analysis) -> TextTable:
+    assert a.arms is not None
+    max_turns = a.settings["max_turns"]
+    early = f"first {max_turns} turns (95% CI)"
+    rows = [
+        {
+            "arm": g.arm,
+            "sessions": f"{g.sessions:,}",
+            "failed calls": f"{g.failures:,} of {g.calls:,}",
+            "error rate (95% CI)": rate_ci(g.error),
+            early: rate_ci(g.early),
+            "turns to first success": mean_ci(g.first_success_turn),
+        }
+        for g in a.arms.arms
+    ]
+    for label, c in (("warm - cold", a.arms.error), ("", a.arms.early)):
+        text = (
+            "-"
+            if c.diff is None
+            else f"{points(c.diff)} ({points(c.low)} to {points(c.high)}, {p_text(c.p_value)})"
+        )
+        if label:
+            rows.append({"arm": label, "error rate (95% CI)": text})
+        else:
+            rows[-1][early] = text
+    columns = (
+        "arm",
+        "sessions",
+        "failed calls",
+        "error rate (95% CI)",
+        early,
+        "turns to first success",
+    )
+    return TextTable("A/B arms (sessions with an arm in their metadata)", columns, rows)

@@ -14,7 +14,7 @@ session are not independent and a per-call test alone overstates certainty.
 
 from __future__ import annotations
 
-from warmstart.analytics.measures import ALL, Analysis, TurnCurve, Verdict
+from warmstart.analytics.measures import ALL, Analysis, ArmsReport, TurnCurve, Verdict
 from warmstart.analytics.queries import ENDED, FAILED, SUCCEEDED
 from warmstart.analytics.stats import Comparison, Slope
 
@@ -31,6 +31,7 @@ CLAIM_CODE = "Code sessions' error rate falls over their first turns"
 CLAIM_FILE = "File sessions' error rate rises over their first turns"
 CLAIM_ALL = "The error rate falls over the first turns of a session"
 CLAIM_OUTCOME = "Failed sessions have higher tool error rates than successful ones"
+CLAIM_ARMS = "The warm arm has fewer errors than the cold arm"
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -62,15 +63,18 @@ def _not_enough(claim: str, detail: str) -> Verdict:
 
 
 def judge_claims(analysis: Analysis, min_sessions: int = MIN_SESSIONS) -> list[Verdict]:
-    """Every claim's verdict, in a fixed order."""
+    """Every claim's verdict, in a fixed order; the A/B arms claim last, and only when
+    some session has an arm."""
     curves = {c.task_type: c for c in analysis.turns}
     max_turns = analysis.settings["max_turns"]
+    arms = [analysis.arms.verdict] if analysis.arms and analysis.arms.verdict else []
     return [
         _marathon(analysis, min_sessions),
         _trend(CLAIM_CODE, curves.get("code"), "code", -1, max_turns, min_sessions),
         _trend(CLAIM_FILE, curves.get("file"), "file", +1, max_turns, min_sessions),
         _trend(CLAIM_ALL, curves.get(ALL), "", -1, max_turns, min_sessions),
         _outcome(analysis, min_sessions),
+        *arms,
     ]
 
 
@@ -175,3 +179,29 @@ def _outcome(analysis: Analysis, min_sessions: int) -> Verdict:
     if calls.high < 0 and c_high < 0:
         return Verdict(CLAIM_OUTCOME, CONTRADICTED, f"{CONTRADICTED}: {facts}.")
     return Verdict(CLAIM_OUTCOME, INCONCLUSIVE, f"{INCONCLUSIVE}: {facts}.")
+
+
+def judge_arms(arms: ArmsReport, max_turns: int, min_sessions: int) -> Verdict:
+    """Warm against cold on the error rate of all their calls (warm minus cold)."""
+    n = {a.arm: a.sessions for a in arms.arms}
+    warm, cold = n.get("warm", 0), n.get("cold", 0)
+    if warm < min_sessions or cold < min_sessions:
+        return _not_enough(
+            CLAIM_ARMS,
+            f"{warm + cold} sessions ({warm} warm, {cold} cold); each arm needs {min_sessions}",
+        )
+    c, early = arms.error, arms.early
+    if c.diff is None or c.low is None or c.high is None:
+        return _not_enough(CLAIM_ARMS, f"{warm + cold} sessions, but no calls to compare")
+    facts = (
+        f"warm calls fail {pct(c.a.rate)} ({pct(c.a.low)}-{pct(c.a.high)}), cold "
+        f"{pct(c.b.rate)} ({pct(c.b.low)}-{pct(c.b.high)}); difference {points(c.diff)} "
+        f"(95% CI {points(c.low)} to {points(c.high)}, {p_text(c.p_value)})"
+    )
+    if early.diff is not None:
+        facts += f"; in the first {max_turns} turns {points(early.diff)}"
+    if c.high < 0:
+        return Verdict(CLAIM_ARMS, SUPPORTED, f"{SUPPORTED}: {facts}.")
+    if c.low > 0:
+        return Verdict(CLAIM_ARMS, CONTRADICTED, f"{CONTRADICTED}: {facts}.")
+    return Verdict(CLAIM_ARMS, INCONCLUSIVE, f"{INCONCLUSIVE}: {facts}.")
