@@ -2,7 +2,7 @@
 
 Builds (or reuses) a store of about 1,000,000 messages: a Hermes ``state.db`` from
 ``benchmarks/hermes_db.py`` (20,000 sessions shaped like the τ-bench corpus)
-ingested with ``warmstart.ingest``; without ``hermes_db.py``, rows go straight into
+ingested with ``warmstart.ingestion``; without ``hermes_db.py``, rows go straight into
 the store's tables. Then it times ``analyze`` against a floor measured in the same
 run: one ``SELECT tool, COUNT(*), SUM(failed) FROM tool_calls GROUP BY tool`` pass,
 the least any per-tool error report must do (on SQLite both with the planner's own
@@ -53,7 +53,7 @@ def build_store(url: str, sessions: int, seed: int) -> str:
     report = warmstart.ingest(state, db=url)
     for suffix in ("", "-wal", "-shm"):  # the Hermes file is only a means to the store
         Path(f"{state}{suffix}").unlink(missing_ok=True)
-    return f"hermes_db.generate {counts} + warmstart.ingest ({report.messages:,} messages)"
+    return f"hermes_db.generate {counts} + warmstart.ingestion ({report.messages:,} messages)"
 
 
 _TOOLS = ("execute_code", "terminal", "read_file", "write_file", "patch", "web_search",

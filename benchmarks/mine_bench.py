@@ -45,7 +45,7 @@ print(json.dumps({"seconds": elapsed, "rss_mb": rss, "messages": n, "calls": cal
 INGEST_CODE = """
 import json, resource, sys, time
 from warmstart.config import MiningConfig
-from warmstart.ingest import ingest
+from warmstart.ingestion import ingest
 t = time.perf_counter()
 report = ingest(sys.argv[1], db=sys.argv[2], config=MiningConfig())
 elapsed = time.perf_counter() - t

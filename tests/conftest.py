@@ -106,7 +106,7 @@ def tau_bases(tmp_path_factory: pytest.TempPathFactory, tau_sample: Path) -> dic
 
 def _ingest_base(url: str, tau_sample: Path) -> None:
     from warmstart.config import MiningConfig
-    from warmstart.ingest import ingest
+    from warmstart.ingestion import ingest
     from warmstart.store.store import _ENGINES
 
     ingest(tau_sample, db=url, config=MiningConfig())

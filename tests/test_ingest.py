@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from warmstart.ingest import ingest, record_session
+from warmstart.ingestion import ingest, record_session
 from warmstart.model import Message, Session, ToolCallSpec
 from warmstart.store import SessionFilter, Store
 from warmstart.store.schema import tool_calls

@@ -122,14 +122,16 @@ def test_empty_store_build_is_a_clear_error(sqlite_url: str) -> None:
         warmstart.warm_history("ghost", db=sqlite_url)
 
 
-def test_public_api_is_complete_and_sorted() -> None:
-    import inspect
+def test_public_api_is_complete_sorted_and_lazy() -> None:
+    import subprocess
+    import sys
 
-    public = {
-        n
-        for n, v in vars(warmstart).items()
-        if not n.startswith("_") and not inspect.ismodule(v) and n != "annotations"
-    }
-    assert public <= set(warmstart.__all__)
-    assert all(hasattr(warmstart, n) for n in warmstart.__all__)
     assert warmstart.__all__ == sorted(warmstart.__all__, key=str)
+    for name in warmstart.__all__:
+        assert getattr(warmstart, name) is not None, name
+    assert set(warmstart.__all__) <= set(dir(warmstart))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = warmstart.nope  # type: ignore[attr-defined]
+    code = "import sys, warmstart; print('sqlalchemy' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -15,7 +15,7 @@ from tests.analytics.test_report import open_report
 from warmstart.analytics import analyze, render_report, write_report
 from warmstart.analytics.tables import tables
 from warmstart.analytics.verdicts import CLAIM_ARMS
-from warmstart.ingest import record_session
+from warmstart.ingestion import record_session
 from warmstart.store import Store
 
 OK, FAIL = ("search", True), ("search", False)

@@ -447,9 +447,9 @@ def test_record_uses_ingest_when_present(
     openai_double: OpenAIDouble, calc: Calculator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stored: list[tuple[Session, str | None]] = []
-    fake = types.ModuleType("warmstart.ingest")
+    fake = types.ModuleType("warmstart.ingestion")
     fake.record_session = lambda session, db_url=None: stored.append((session, db_url))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "warmstart.ingest", fake)
+    monkeypatch.setitem(sys.modules, "warmstart.ingestion", fake)
     openai_double.enqueue(text("ok"))
     result = runtime(openai_double, calc, record=True, db_url="sqlite:///x.db").run(
         "hi", arm="cold"
@@ -464,7 +464,7 @@ def test_record_uses_ingest_when_present(
 def test_record_is_skipped_without_ingest(
     openai_double: OpenAIDouble, calc: Calculator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "warmstart.ingest", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "warmstart.ingestion", None)  # import now fails
     openai_double.enqueue(text("ok"))
     result = runtime(openai_double, calc, record=True).run("hi")
     assert not result.recorded
@@ -478,9 +478,9 @@ def test_record_failure_is_data(
     def broken(session: Session, db_url: str | None = None) -> None:
         raise OSError("disk full")
 
-    fake = types.ModuleType("warmstart.ingest")
+    fake = types.ModuleType("warmstart.ingestion")
     fake.record_session = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "warmstart.ingest", fake)
+    monkeypatch.setitem(sys.modules, "warmstart.ingestion", fake)
     openai_double.enqueue(text("ok"))
     result = runtime(openai_double, calc, record=True).run("hi")
     assert not result.recorded
@@ -498,7 +498,7 @@ def test_missing_model_is_a_config_error(calc: Calculator) -> None:
 def test_record_into_the_real_store(
     openai_double: OpenAIDouble, calc: Calculator, tmp_path: Path
 ) -> None:
-    pytest.importorskip("warmstart.ingest")
+    pytest.importorskip("warmstart.ingestion")
     openai_double.enqueue(tool_calls(call("explode", {})), text("failed"))
     result = runtime(openai_double, calc).run("explode", arm="cold")
     url = f"sqlite:///{tmp_path / 'store.db'}"

@@ -12,7 +12,7 @@ import typer
 
 from warmstart.cli.app import app, console
 from warmstart.cli.options import print_json
-from warmstart.ingest import ingest
+from warmstart.ingestion import ingest
 from warmstart.store import Store, safe_url
 from warmstart.templates import build_template, warm_history
 

@@ -12,7 +12,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from warmstart.cli.app import app, console, console_err
 from warmstart.cli.options import DbOption, JsonFlag, print_json
 from warmstart.errors import SourceError
-from warmstart.ingest import ingest as run_ingest
+from warmstart.ingestion import ingest as run_ingest
 from warmstart.sources import source_names
 from warmstart.sources.base import IngestReport
 

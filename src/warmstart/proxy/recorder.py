@@ -290,6 +290,6 @@ def build_session(
 
 def write_session(session: Session, db: str | None) -> None:
     """Mine and store one session (runs on the writer thread)."""
-    from warmstart.ingest import record_session
+    from warmstart.ingestion import record_session
 
     record_session(session, db)

@@ -177,19 +177,19 @@ class RunResult:
         )
 
     def record(self, db_url: str | None = None) -> bool:
-        """Store the run through ``warmstart.ingest.record_session`` when it exists.
+        """Store the run through ``warmstart.ingestion.record_session`` when it exists.
 
         Returns whether it was stored. A missing ingest module is skipped with a log line;
         a store failure is appended to ``errors``; neither raises.
         """
         try:
-            from warmstart.ingest import record_session  # type: ignore[import-not-found,unused-ignore]
+            from warmstart.ingestion import record_session  # type: ignore[import-not-found,unused-ignore]
         except ModuleNotFoundError as exc:
-            if exc.name not in ("warmstart.ingest", "warmstart"):
+            if exc.name not in ("warmstart.ingestion", "warmstart"):
                 self.errors.append(RunError("record", f"cannot import the store: {exc}"))
                 return False
-            log.info("warmstart.ingest is not available; run %s not recorded", self.run_id)
-            self.metadata["record_skipped"] = "warmstart.ingest not available"
+            log.info("warmstart.ingestion is not available; run %s not recorded", self.run_id)
+            self.metadata["record_skipped"] = "warmstart.ingestion not available"
             return False
         except ImportError as exc:
             self.errors.append(RunError("record", f"cannot import the store: {exc}"))
