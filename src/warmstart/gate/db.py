@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -37,6 +36,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
 from warmstart.errors import StoreError
+from warmstart.store.migrations import migrate as apply_migrations
 
 metadata = MetaData()
 
@@ -232,21 +232,10 @@ class Database:
 
     def migrate(self) -> list[str]:
         """Apply pending migrations; returns the names applied now."""
-        applied_now: list[str] = []
         with self.writer.begin() as conn:
             if not self.is_sqlite:
                 conn.execute(text("SELECT pg_advisory_xact_lock(7366533)"))
-            metadata.create_all(conn, tables=[migrations_table])
-            done = set(conn.execute(select(migrations_table.c.name)).scalars())
-            for migration in MIGRATIONS:
-                if migration.__name__ in done:
-                    continue
-                migration(conn)
-                conn.execute(
-                    insert(migrations_table).values(name=migration.__name__, applied_at=time.time())
-                )
-                applied_now.append(migration.__name__)
-        return applied_now
+            return apply_migrations(conn, MIGRATIONS, migrations_table)
 
     def applied_migrations(self) -> list[str]:
         """Names of applied migrations, in order of application."""

@@ -9,9 +9,9 @@ column gets a new migration (``add_column_if_missing``) *and* its place in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, Table, inspect, select
 
 from warmstart.store import schema
 
@@ -62,17 +62,23 @@ def applied(conn: Connection) -> set[str]:
     return {row.name for row in rows}
 
 
-def migrate(conn: Connection) -> list[str]:
-    """Apply every migration not yet recorded; return the names applied now."""
-    schema.migrations_table.create(conn, checkfirst=True)
-    done = applied(conn)
+def migrate(
+    conn: Connection,
+    migrations: Sequence[Migration] | None = None,
+    table: Table = schema.migrations_table,
+) -> list[str]:
+    """Apply every migration not yet recorded in ``table``; return the names applied now.
+
+    The store's own list is the default; a service with its own tables (the gate)
+    passes its list and its record table and gets the same behaviour.
+    """
+    table.create(conn, checkfirst=True)
+    done = {row.name for row in conn.execute(select(table.c.name))}
     ran: list[str] = []
-    for migration in MIGRATIONS:
+    for migration in MIGRATIONS if migrations is None else migrations:
         if migration.__name__ in done:
             continue
         migration(conn)
-        conn.execute(
-            schema.migrations_table.insert().values(name=migration.__name__, applied_at=time.time())
-        )
+        conn.execute(table.insert().values(name=migration.__name__, applied_at=time.time()))
         ran.append(migration.__name__)
     return ran
