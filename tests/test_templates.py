@@ -135,3 +135,23 @@ def test_public_api_is_complete_sorted_and_lazy() -> None:
     code = "import sys, warmstart; print('sqlalchemy' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_replaced_template_is_not_served_from_a_stale_cache(sqlite_url: str) -> None:
+    """SQLite may give a new template the id of a deleted one; the cache must notice."""
+
+    def export(tool: str) -> dict[str, object]:
+        return {
+            "format": "warmstart-template",
+            "name": "t",
+            "examples": [{"tool": tool, "intent": "do it", "arguments": "{}", "result": "ok"}],
+        }
+
+    first = warmstart.import_template(export("alpha"), sqlite_url)
+    before = warmstart.warm_history("t", db=sqlite_url, addendum=None)
+    Store(sqlite_url).delete_template("t")
+    second = warmstart.import_template(export("beta"), sqlite_url)
+    after = warmstart.warm_history("t", db=sqlite_url, addendum=None)
+    assert first.id == second.id  # the id really was reused
+    assert before[1]["tool_calls"][0]["function"]["name"] == "alpha"
+    assert after[1]["tool_calls"][0]["function"]["name"] == "beta"

@@ -28,14 +28,14 @@ EXPORT_VERSION = 1
 TASK_TYPES = ("code", "file", "research", "mixed")
 
 # A template version's examples never change once stored (a rebuild is a new row),
-# so its selector (and BM25 index) is cached per store URL and row id.
-_SELECTORS: dict[tuple[str, int], tuple[Template, Selector]] = {}
+# so its selector (and BM25 index) is cached per store URL, row id and creation time.
+_SELECTORS: dict[tuple[str, int, float], tuple[Template, Selector]] = {}
 
 
 def _selector(template: Template, db_url: str) -> Selector:
     if template.id is None:
         return Selector(template.examples)
-    key = (db_url, template.id)
+    key = (db_url, template.id, template.created_at or 0.0)
     hit = _SELECTORS.get(key)
     if hit is None:
         if len(_SELECTORS) > 32:
@@ -46,7 +46,7 @@ def _selector(template: Template, db_url: str) -> Selector:
 
 def _load(store: Store, name: str) -> tuple[Template, Selector]:
     """The current version of ``name`` and its selector, from cache when unchanged."""
-    key = (store.url, store.template_id(name))
+    key = (store.url, *store.template_key(name))
     hit = _SELECTORS.get(key)
     if hit is None:
         template = store.load_template(name)

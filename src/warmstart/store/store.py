@@ -357,21 +357,24 @@ class Store:
         template.created_at = now
         return template
 
-    def template_id(self, name: str, version: int | None = None) -> int:
-        """The row id of the current (or a given) version; cheap, for caches."""
+    def template_key(self, name: str, version: int | None = None) -> tuple[int, float]:
+        """Row id and creation time of the current (or a given) version: a cheap cache key.
+
+        The time is part of it because SQLite may hand a deleted row's id to a new one.
+        """
         t = schema.templates
-        query = select(t.c.id).where(t.c.name == name)
+        query = select(t.c.id, t.c.created_at).where(t.c.name == name)
         query = (
             query.where(t.c.version == version)
             if version is not None
             else query.order_by(t.c.is_current.desc(), t.c.version.desc()).limit(1)
         )
         with self.engine.connect() as conn:
-            found = conn.execute(query).scalar()
+            found = conn.execute(query).first()
         if found is None:
             which = f" version {version}" if version is not None else ""
             raise TemplateError(f"no template {name!r}{which} (see `warmstart templates list`)")
-        return int(found)
+        return int(found.id), float(found.created_at)
 
     def load_template(self, name: str, version: int | None = None) -> Template:
         """The current (or a given) version of a template, with its examples."""
