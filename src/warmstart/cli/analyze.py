@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,9 @@ from warmstart.cli.app import app, console
 from warmstart.cli.options import DbOption, JsonFlag, Output, parse_since, print_json, print_rows
 from warmstart.config import MiningConfig, load_config
 from warmstart.store import SessionFilter
+
+if TYPE_CHECKING:
+    from warmstart.analytics import Analysis
 
 STATUS_COLOURS = {
     "supported": "green",
@@ -66,6 +69,25 @@ def _config(short: int | None, marathon: int | None) -> MiningConfig:
     return cfg
 
 
+def _run(
+    db: str | None,
+    source: str | None,
+    task_type: str | None,
+    since: str | None,
+    model: str | None,
+    short_messages: int | None,
+    marathon_messages: int | None,
+    max_turns: int,
+    min_sessions: int,
+) -> Analysis:
+    """Both commands: parse the filters and thresholds, then analyse."""
+    from warmstart.analytics import analyze as run
+
+    flt = SessionFilter(source=source, task_type=task_type, since=parse_since(since), model=model)
+    cfg = _config(short_messages, marathon_messages)
+    return run(db, flt, cfg, max_turns=max_turns, min_sessions=min_sessions)
+
+
 @app.command()
 def analyze(
     source: SourceOption = None,
@@ -80,12 +102,19 @@ def analyze(
     as_json: JsonFlag = False,
 ) -> None:
     """Show where tool calls fail: per tool, by turn, by session length and outcome."""
-    from warmstart.analytics import analyze as run
     from warmstart.analytics.tables import tables
 
-    flt = SessionFilter(source=source, task_type=task_type, since=parse_since(since), model=model)
-    cfg = _config(short_messages, marathon_messages)
-    result = run(db, flt, cfg, max_turns=max_turns, min_sessions=min_sessions)
+    result = _run(
+        db,
+        source,
+        task_type,
+        since,
+        model,
+        short_messages,
+        marathon_messages,
+        max_turns,
+        min_sessions,
+    )
     if as_json:
         print_json(result.as_dict())
         return
@@ -115,12 +144,19 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write one self-contained HTML report with charts (works offline)."""
-    from warmstart.analytics import analyze as run
     from warmstart.analytics import write_report
 
-    flt = SessionFilter(source=source, task_type=task_type, since=parse_since(since), model=model)
-    cfg = _config(short_messages, marathon_messages)
-    result = run(db, flt, cfg, max_turns=max_turns, min_sessions=min_sessions)
+    result = _run(
+        db,
+        source,
+        task_type,
+        since,
+        model,
+        short_messages,
+        marathon_messages,
+        max_turns,
+        min_sessions,
+    )
     path = write_report(result, output)
     size = path.stat().st_size / 1024
     console.print(

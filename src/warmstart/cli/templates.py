@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -88,7 +89,7 @@ def build(
     as_json: JsonFlag = False,
 ) -> None:
     """Mine the store into a template (a new version if the name exists)."""
-    with console_err.status("mining tool calls…") if sys.stderr.isatty() else _null():
+    with console_err.status("mining tool calls…") if sys.stderr.isatty() else nullcontext():
         tpl = build_template(
             name,
             db,
@@ -234,11 +235,3 @@ def import_(
     """Import a template export (redacted again on the way in)."""
     tpl = import_template(file, db, name)
     _announce(tpl, as_json)
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

@@ -37,15 +37,11 @@ from sqlalchemy.pool import QueuePool
 
 from warmstart.errors import StoreError
 from warmstart.store.migrations import migrate as apply_migrations
+from warmstart.store.schema import migrations_record
 
 metadata = MetaData()
 
-migrations_table = Table(
-    "gate_migrations",
-    metadata,
-    Column("name", String(100), primary_key=True),
-    Column("applied_at", Float, nullable=False),
-)
+migrations_table = migrations_record("gate_migrations", metadata)
 
 requests = Table(
     "gate_requests",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 from warmstart.gate.settings import LOOPBACK_HOSTS, GateSettings
+from warmstart.logs import configure_service_logging
 
 log = logging.getLogger("warmstart.gate")
 
@@ -28,12 +28,7 @@ def effective_settings(settings: GateSettings) -> tuple[GateSettings, str | None
 
 def configure_logging(level: str = "info") -> None:
     """Gate log lines to stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s gate %(levelname)s %(message)s"))
-    logger = logging.getLogger("warmstart.gate")
-    logger.handlers[:] = [handler]
-    logger.setLevel(level.upper())
-    logger.propagate = False
+    configure_service_logging("gate", level)
 
 
 def serve(settings: GateSettings, log_level: str = "info", access_log: bool = False) -> None:

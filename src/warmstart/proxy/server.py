@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-import sys
 
+from warmstart.logs import configure_service_logging
 from warmstart.proxy.settings import ProxySettings
 
 log = logging.getLogger("warmstart.proxy")
@@ -12,12 +12,7 @@ log = logging.getLogger("warmstart.proxy")
 
 def configure_logging(level: str = "info") -> None:
     """Proxy log lines to stderr (never a request header: credentials pass through here)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s proxy %(levelname)s %(message)s"))
-    logger = logging.getLogger("warmstart.proxy")
-    logger.handlers[:] = [handler]
-    logger.setLevel(level.upper())
-    logger.propagate = False
+    configure_service_logging("proxy", level)
 
 
 def serve(settings: ProxySettings, log_level: str = "info") -> None:

@@ -23,12 +23,18 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
-migrations_table = Table(
-    "warmstart_migrations",
-    metadata,
-    Column("name", String(100), primary_key=True),
-    Column("applied_at", Float, nullable=False),
-)
+
+def migrations_record(name: str, meta: MetaData) -> Table:
+    """A table recording applied migrations by name (the store's, or a service's own)."""
+    return Table(
+        name,
+        meta,
+        Column("name", String(100), primary_key=True),
+        Column("applied_at", Float, nullable=False),
+    )
+
+
+migrations_table = migrations_record("warmstart_migrations", metadata)
 
 sessions = Table(
     "sessions",
